@@ -1,0 +1,81 @@
+// Package executors turns a task attempt (a Job) into running work and reports
+// what happens to it as Events. Executors never import the engine: the engine
+// hands them a Job and a report function, and owns every decision.
+//
+// Invariants every Executor keeps:
+//   - Start returns only after the work has been launched (or failed to), and
+//     never blocks on the report function.
+//   - For every Job whose Start returned a nil error, exactly one Finished
+//     event is reported, after at most one Started event.
+//   - report may be called from any goroutine, including from inside Start.
+//   - Stop is idempotent and safe to call after the work finished.
+package executors
+
+import (
+	"time"
+)
+
+// Job is one attempt of one task, with everything an executor needs.
+type Job struct {
+	RunID         string
+	TaskID        string
+	TaskName      string
+	Workflow      string
+	Attempt       int // from 1
+	ParallelIndex int // from 0
+	ParallelCount int // 1 for a task without fan-out
+
+	Command []string          // argv; never empty for the process executor
+	Env     map[string]string // task env, added after the contract variables
+	Workdir string            // "" = the daemon's working directory
+
+	// LogPath is where stdout and stderr go (appended, created with parents).
+	LogPath string
+	// Input is the JSON document given to the task through ORKWAL_INPUT.
+	Input []byte
+	// ScratchDir is a folder private to this attempt (created by the
+	// executor) for the input and output files.
+	ScratchDir string
+	// MaxOutputBytes caps what the task may write to ORKWAL_OUTPUT.
+	MaxOutputBytes int64
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// Started: the work is running (a process was spawned).
+	Started EventKind = iota + 1
+	// Finished: the work ended; ExitCode/Err say how.
+	Finished
+)
+
+// Event is what an executor reports about a Job.
+type Event struct {
+	Kind    EventKind
+	TaskID  string
+	Attempt int
+	At      time.Time // when the executor observed it (informational only)
+
+	// Started
+	PID       int    // process id, also its process group id (0 for in-process work)
+	StartTime uint64 // process start time in clock ticks since boot (/proc/PID/stat field 22), to tell PID reuse apart
+
+	// Finished
+	OK       bool   // the work succeeded
+	ExitCode int    // -1 when killed by a signal or never started
+	Err      string // a human-readable reason when !OK ("exit status 3", "killed by signal", ...)
+	Output   []byte // the JSON value the task wrote to ORKWAL_OUTPUT, if any
+}
+
+// Handle controls launched work.
+type Handle interface {
+	// Stop asks the work to end: SIGTERM to the process group, then SIGKILL
+	// after grace. It returns at once; the Finished event follows.
+	Stop(grace time.Duration)
+}
+
+// Executor launches jobs of one kind.
+type Executor interface {
+	Start(job Job, report func(Event)) (Handle, error)
+}

@@ -1,0 +1,51 @@
+// Package wal is orkwal's write-ahead log: an append-only sequence of
+// checksummed batch frames stored in github.com/tidwall/wal segment files.
+// It treats record payloads as opaque bytes; it knows nothing of orkwal.
+//
+// # Format
+//
+// A log is a folder of segment files, each named by the 20-digit decimal
+// index of its first entry (00000000000000000001, ...). A segment is a
+// sequence of tidwall/wal entries, each `uvarint(len) || frame`. One entry
+// holds exactly one frame; one frame is one commit of one or more records:
+//
+//	offset  size      field
+//	0       1         version, currently 1
+//	1       1..10     uvarint index: the entry's position in the log (from 1)
+//	.       1..10     uvarint count: number of records, at least 1
+//	.       ...       count times: uvarint(len) || record payload
+//	end-8   8         xxhash64 (little endian) of every byte before it
+//
+// A frame is valid only as a whole: its checksum covers every record in it,
+// so a batch of records is committed or not, never in part. The index stored
+// in the frame must equal the entry's position, which catches misplaced and
+// missing entries. docs/format.md carries the same table and the record
+// payloads.
+//
+// # Durability
+//
+// tidwall/wal is opened with NoSync: this package owns every fsync.
+//  1. Append encodes one frame, writes it, and fsyncs the segment file.
+//  2. When the write created a segment file (tidwall cycles segments inside
+//     the write), the folder is fsynced too, before Append returns.
+//  3. Only then does Append return: a nil error means durable.
+//  4. A failed write or fsync poisons the Log: every later Append fails with
+//     ErrPoisoned and the fsync is never retried (the page cache can no
+//     longer be trusted). Reopening runs recovery from what is on disk.
+//
+// # Recovery (Open)
+//
+//  1. The last segment is scanned frame by frame. The first frame that is
+//     incomplete, has a bad checksum, a wrong index or a zero length marks a
+//     torn tail: the bytes from there to the end are copied to
+//     "<segment>.broken-<unix nanos>" (fsynced), the segment is truncated to
+//     the last whole frame and fsynced, the folder is fsynced, and a log line
+//     says what was cut. A torn tail is the trace of a crash during a write.
+//  2. Every other segment is checked when it is read (Replay, Verify): a bad
+//     frame there, a gap between segments or a missing segment is corruption,
+//     reported as a *CorruptError with the segment, offset, index and reason,
+//     and never skipped.
+//
+// Concurrent Append calls are group-committed: whoever finds no commit in
+// progress writes every waiting batch as one frame with one fsync.
+package wal

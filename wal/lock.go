@@ -1,0 +1,69 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// LockFileName is the advisory lock file in a data folder.
+const LockFileName = "LOCK"
+
+// Lock holds the advisory lock on a data folder: one writer at a time.
+type Lock struct{ f *os.File }
+
+// AcquireLock takes an exclusive flock on dir/LOCK without waiting and writes
+// the holder's pid into it. The kernel drops the lock when the process dies,
+// so a kill -9 never leaves a stale lock. If another process holds it, the
+// error matches ErrLocked and names that process's pid.
+func AcquireLock(dir string) (*Lock, error) {
+	path := filepath.Join(dir, LockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("wal: open lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		pid := readPID(f)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: data folder %s is in use by pid %s", ErrLocked, dir, pid)
+		}
+		return nil, fmt.Errorf("wal: lock %s: %w", path, err)
+	}
+	if err := writePID(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: write pid to %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}
+
+func readPID(f *os.File) string {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	if pid := string(bytes.TrimSpace(b[:n])); pid != "" {
+		return pid
+	}
+	return "unknown"
+}
+
+func writePID(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return err
+}
+
+// Release drops the lock.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

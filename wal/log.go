@@ -1,0 +1,302 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	tidwall "github.com/tidwall/wal"
+)
+
+// DefaultSegmentSize keeps the tail segment, which tidwall/wal holds in
+// memory, small enough that growing it never stalls a write.
+const DefaultSegmentSize = 4 << 20
+
+// Options configure a Log. The zero value is valid.
+type Options struct {
+	SegmentSize int          // bytes; DefaultSegmentSize when 0
+	Logger      *slog.Logger // slog.Default() when nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = DefaultSegmentSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Log is an open write-ahead log. Append is safe for concurrent use; Replay
+// and Verify read the files and may run before or alongside appends.
+type Log struct {
+	dir  string
+	opts Options
+
+	qmu     sync.Mutex // guards queue and leading
+	queue   []*request
+	leading bool // a goroutine is committing; others wait on their request
+
+	wmu      sync.Mutex // guards everything below; held by the committer
+	tw       *tidwall.Log
+	last     uint64 // index of the last durable entry
+	tailSize int    // bytes in the tail segment, as tidwall counts them
+	poison   error  // first write/fsync failure; sticky
+	closed   bool
+	buf      []byte // reused frame buffer
+}
+
+type request struct {
+	records [][]byte
+	index   uint64
+	err     error
+	done    chan struct{}
+}
+
+// Open recovers the log in dir (creating it if needed) and opens it for
+// appending. A torn tail is cut (see the package doc); mid-log corruption in
+// the last segment is returned as a *CorruptError.
+func Open(dir string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	if _, err := repairTail(dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	tw, err := tidwall.Open(dir, &tidwall.Options{
+		NoSync:      true, // this package owns every fsync
+		SegmentSize: opts.SegmentSize,
+		LogFormat:   tidwall.Binary,
+		NoCopy:      true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+	}
+	l := &Log{dir: dir, opts: opts, tw: tw}
+	if err := l.loadTail(); err != nil {
+		tw.Close()
+		return nil, err
+	}
+	// tidwall may have created the first segment or resolved .START/.END.
+	if err := syncDir(dir); err != nil {
+		tw.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) loadTail() error {
+	last, err := l.tw.LastIndex()
+	if err != nil {
+		return fmt.Errorf("wal: last index: %w", err)
+	}
+	l.last = last
+	segs, err := listSegments(l.dir)
+	if err != nil {
+		return err
+	}
+	if len(segs) == 0 {
+		return fmt.Errorf("%w: no segment in %s after open", ErrCorrupt, l.dir)
+	}
+	fi, err := os.Stat(segs[len(segs)-1].path)
+	if err != nil {
+		return fmt.Errorf("wal: stat tail segment: %w", err)
+	}
+	l.tailSize = int(fi.Size())
+	return nil
+}
+
+// Dir is the log's folder.
+func (l *Log) Dir() string { return l.dir }
+
+// LastIndex is the index of the last durable entry (0 when empty).
+func (l *Log) LastIndex() uint64 {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.last
+}
+
+// FirstIndex is the index of the first entry still in the log.
+func (l *Log) FirstIndex() (uint64, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.tw.FirstIndex()
+}
+
+// Append makes records durable as part of one frame and returns the frame's
+// index. It returns only after the frame is fsynced; a nil error means
+// durable. Concurrent calls share frames and fsyncs (group commit).
+func (l *Log) Append(records [][]byte) (uint64, error) {
+	if len(records) == 0 {
+		return 0, errors.New("wal: append of no records")
+	}
+	req := &request{records: records, done: make(chan struct{})}
+	l.qmu.Lock()
+	l.queue = append(l.queue, req)
+	if l.leading {
+		l.qmu.Unlock()
+		<-req.done
+		return req.index, req.err
+	}
+	l.leading = true
+	for len(l.queue) > 0 {
+		batch := l.queue
+		l.queue = nil
+		l.qmu.Unlock()
+		l.commit(batch)
+		l.qmu.Lock()
+	}
+	l.leading = false
+	l.qmu.Unlock()
+	return req.index, req.err
+}
+
+// commit writes every request of batch as one frame, fsyncs, and wakes them.
+func (l *Log) commit(batch []*request) {
+	var records [][]byte
+	if len(batch) == 1 {
+		records = batch[0].records
+	} else {
+		for _, r := range batch {
+			records = append(records, r.records...)
+		}
+	}
+	index, err := l.write(records)
+	for _, r := range batch {
+		r.index, r.err = index, err
+		close(r.done)
+	}
+}
+
+// write appends one frame and makes it durable. Callers hold no lock.
+func (l *Log) write(records [][]byte) (uint64, error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	switch {
+	case l.closed:
+		return 0, ErrClosed
+	case l.poison != nil:
+		return 0, fmt.Errorf("%w: %v", ErrPoisoned, l.poison)
+	}
+	index := l.last + 1
+	l.buf = appendFrame(l.buf[:0], index, records)
+	created := l.predictCycle(len(l.buf))
+	if err := l.tw.Write(index, l.buf); err != nil {
+		return 0, l.fail(fmt.Errorf("write index %d: %w", index, err))
+	}
+	if err := l.tw.Sync(); err != nil {
+		return 0, l.fail(fmt.Errorf("fsync index %d: %w", index, err))
+	}
+	if created {
+		if err := syncDir(l.dir); err != nil {
+			return 0, l.fail(err)
+		}
+	}
+	l.last = index
+	return index, nil
+}
+
+// predictCycle updates tailSize for an entry of frameLen bytes and reports
+// whether tidwall will create a segment file while writing it: it cycles
+// before a write when the tail already exceeds SegmentSize, and after an entry
+// that brings the tail to SegmentSize or more.
+func (l *Log) predictCycle(frameLen int) bool {
+	created := false
+	if l.tailSize > l.opts.SegmentSize {
+		l.tailSize, created = 0, true
+	}
+	l.tailSize += uvarintLen(uint64(frameLen)) + frameLen
+	if l.tailSize >= l.opts.SegmentSize {
+		l.tailSize, created = 0, true
+	}
+	return created
+}
+
+// fail poisons the log: no later append succeeds, no fsync is retried.
+func (l *Log) fail(err error) error {
+	l.poison = err
+	l.opts.Logger.Error("wal: poisoned; no more appends until restart", "err", err)
+	return fmt.Errorf("%w: %v", ErrPoisoned, err)
+}
+
+// Err returns the error that poisoned the log, or nil.
+func (l *Log) Err() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.poison
+}
+
+// Close releases the log. Every acknowledged append is already durable.
+func (l *Log) Close() error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if err := l.tw.Close(); err != nil && l.poison == nil {
+		return fmt.Errorf("wal: close: %w", err)
+	}
+	return nil
+}
+
+// Replay calls fn for every entry with index >= from, in order, reading the
+// segment files directly. Corruption, a gap or a missing segment stops it
+// with a *CorruptError. The records passed to fn are only valid during the
+// call.
+func (l *Log) Replay(from uint64, fn func(index uint64, records [][]byte) error) error {
+	return ReplayDir(l.dir, from, fn)
+}
+
+// ReplayDir is Replay on a folder that is not open (a stopped daemon's).
+func ReplayDir(dir string, from uint64, fn func(index uint64, records [][]byte) error) error {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	if len(segs) > 0 && from > 0 && segs[0].first > from {
+		return &CorruptError{Segment: segs[0].path, Index: from,
+			Reason: fmt.Sprintf("log starts at index %d: entries %d..%d are missing", segs[0].first, from, segs[0].first-1)}
+	}
+	next := uint64(0) // expected index of the next entry; 0 = not known yet
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].first <= from {
+			continue // every entry of s is before from
+		}
+		if next != 0 && s.first != next {
+			return &CorruptError{Segment: s.path, Index: next,
+				Reason: fmt.Sprintf("segment starts at index %d: entries %d..%d are missing", s.first, next, s.first-1)}
+		}
+		end, err := replaySegment(s, from, fn)
+		if err != nil {
+			return err
+		}
+		next = end
+	}
+	return nil
+}
+
+// replaySegment replays one segment and returns the index after its last.
+func replaySegment(s segmentFile, from uint64, fn func(uint64, [][]byte) error) (uint64, error) {
+	data, err := os.ReadFile(s.path)
+	if err != nil {
+		return 0, fmt.Errorf("wal: read %s: %w", s.path, err)
+	}
+	next := s.first
+	err = scanSegment(s.path, data, s.first, func(e entry) error {
+		next = e.index + 1
+		if e.index < from {
+			return nil
+		}
+		return fn(e.index, e.records)
+	})
+	return next, err
+}

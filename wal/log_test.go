@@ -1,0 +1,295 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func openT(t *testing.T, dir string, seg int) *Log {
+	t.Helper()
+	l, err := Open(dir, Options{SegmentSize: seg, Logger: quiet})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return l
+}
+
+func rec(i int) []byte { return []byte(fmt.Sprintf("record-%04d", i)) }
+
+// readAll replays dir and returns every record in order.
+func readAll(t *testing.T, dir string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	err := ReplayDir(dir, 1, func(_ uint64, rs [][]byte) error {
+		for _, r := range rs {
+			out = append(out, append([]byte(nil), r...))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	return out
+}
+
+func TestAppendReplayAcrossSegments(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 256)
+	var want [][]byte
+	for i := 0; i < 200; i++ {
+		batch := [][]byte{rec(2 * i), rec(2*i + 1)}
+		idx, err := l.Append(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if idx != uint64(i+1) {
+			t.Fatalf("index %d, want %d", idx, i+1)
+		}
+		want = append(want, batch...)
+	}
+	l.Close()
+	segs, _ := listSegments(dir)
+	if len(segs) < 10 {
+		t.Fatalf("want many segments with a 256-byte size, got %d", len(segs))
+	}
+	l = openT(t, dir, 256)
+	defer l.Close()
+	if l.LastIndex() != 200 {
+		t.Fatalf("last index after reopen %d", l.LastIndex())
+	}
+	if got := readAll(t, dir); !equalRecords(got, want) {
+		t.Fatalf("replayed %d records, want %d", len(got), len(want))
+	}
+}
+
+// TestCyclePrediction checks that Append knows exactly when tidwall creates
+// a segment file, since that is when the folder must be fsynced.
+func TestCyclePrediction(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 300)
+	defer l.Close()
+	prev := 1
+	for i := 0; i < 300; i++ {
+		l.wmu.Lock()
+		before := l.tailSize
+		l.wmu.Unlock()
+		payload := bytes.Repeat([]byte{'x'}, rand.Intn(120)+1)
+		// Recompute the prediction the same way write does, on a copy.
+		shadow := &Log{opts: l.opts, tailSize: before}
+		predicted := shadow.predictCycle(frameSize(l.LastIndex()+1, [][]byte{payload}))
+		if _, err := l.Append([][]byte{payload}); err != nil {
+			t.Fatal(err)
+		}
+		segs, _ := listSegments(dir)
+		if created := len(segs) > prev; created != predicted {
+			t.Fatalf("append %d: segment created=%v, predicted %v", i, created, predicted)
+		}
+		prev = len(segs)
+	}
+}
+
+func TestGroupCommitConcurrentAppenders(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	const workers, each = 16, 50
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := l.Append([][]byte{[]byte(fmt.Sprintf("w%d-%d", w, i))}); err != nil {
+					t.Error(err)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	l.Close()
+	got := readAll(t, dir)
+	if len(got) != workers*each {
+		t.Fatalf("got %d records, want %d", len(got), workers*each)
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		if seen[string(r)] {
+			t.Fatalf("record %s twice", r)
+		}
+		seen[string(r)] = true
+	}
+	if last := l.last; last > workers*each {
+		t.Fatalf("more frames (%d) than appends", last)
+	}
+}
+
+func TestAppendAfterPoisonFails(t *testing.T) {
+	l := openT(t, t.TempDir(), 0)
+	defer l.Close()
+	l.fail(errors.New("injected fsync failure"))
+	if _, err := l.Append([][]byte{rec(1)}); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("append after poison: %v, want ErrPoisoned", err)
+	}
+}
+
+func equalRecords(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// garbage kinds appended after a cut.
+var garbage = map[string][]byte{
+	"nothing": nil,
+	"zeros":   make([]byte, 64),
+	"random":  []byte("\x8f\x13\xa0\x07\xff\x01\x02zz\x9a\xbb\xcc\x10\x00\x7f\x05"),
+	"prefix":  {0x7f}, // a length prefix promising 127 bytes that never came
+}
+
+// TestTornTailEveryOffset writes a small log, then for every byte offset
+// inside its last three frames cuts the segment there, appends each kind of
+// garbage, and reopens: the log must hold exactly the frames that were whole,
+// and accept appends afterwards.
+func TestTornTailEveryOffset(t *testing.T) {
+	src := t.TempDir()
+	l := openT(t, src, 0)
+	var ends []int64 // byte offset where each frame ends
+	var frames [][][]byte
+	for i := 0; i < 6; i++ {
+		batch := [][]byte{rec(i), bytes.Repeat([]byte{byte('a' + i)}, i*7)}
+		if _, err := l.Append(batch); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, batch)
+		fi, _ := os.Stat(filepath.Join(src, "00000000000000000001"))
+		ends = append(ends, fi.Size())
+	}
+	l.Close()
+	whole, _ := os.ReadFile(filepath.Join(src, "00000000000000000001"))
+	for cut := ends[2]; cut <= ends[5]; cut++ {
+		for kind, junk := range garbage {
+			dir := t.TempDir()
+			seg := filepath.Join(dir, "00000000000000000001")
+			os.WriteFile(seg, append(append([]byte(nil), whole[:cut]...), junk...), 0o644)
+			l, err := Open(dir, Options{Logger: quiet})
+			if err != nil {
+				t.Fatalf("cut %d + %s: open: %v", cut, kind, err)
+			}
+			n := 0
+			for n < len(ends) && ends[n] <= cut {
+				n++
+			}
+			var want [][]byte
+			for _, f := range frames[:n] {
+				want = append(want, f...)
+			}
+			if got := readAll(t, dir); !equalRecords(got, want) {
+				t.Fatalf("cut %d + %s: got %d records, want %d", cut, kind, len(got), len(want))
+			}
+			if _, err := l.Append([][]byte{[]byte("after")}); err != nil {
+				t.Fatalf("cut %d + %s: append after repair: %v", cut, kind, err)
+			}
+			l.Close()
+			if got := readAll(t, dir); len(got) != len(want)+1 {
+				t.Fatalf("cut %d + %s: append after repair not readable", cut, kind)
+			}
+			cutNothing := cut == ends[n-1] && len(junk) == 0
+			if broken, _ := filepath.Glob(seg + ".broken-*"); len(broken) == 0 && !cutNothing {
+				t.Fatalf("cut %d + %s: no .broken copy kept", cut, kind)
+			}
+		}
+	}
+}
+
+// TestCorruptionIsLoud flips a byte in a frame that is followed by valid
+// frames (in the last segment and in an earlier one): Open or Replay must
+// fail with the segment, offset and index, never cut or skip.
+func TestCorruptionIsLoud(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		segSize int
+	}{{"last segment", 0}, {"earlier segment", 200}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := openT(t, dir, tc.segSize)
+			for i := 0; i < 40; i++ {
+				l.Append([][]byte{rec(i)})
+			}
+			l.Close()
+			first := filepath.Join(dir, "00000000000000000001")
+			data, _ := os.ReadFile(first)
+			data[len(rec(0))/2+4] ^= 0xff // inside frame 1's record
+			os.WriteFile(first, data, 0o644)
+			err := openAndReplay(dir)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Index != 1 || ce.Offset != 0 || ce.Segment != first {
+				t.Fatalf("got %v, want a CorruptError at %s offset 0 index 1", err, first)
+			}
+			if after, _ := os.ReadFile(first); !bytes.Equal(after, data) {
+				t.Fatal("corrupt segment was modified")
+			}
+		})
+	}
+}
+
+func openAndReplay(dir string) error {
+	l, err := Open(dir, Options{Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return l.Replay(1, func(uint64, [][]byte) error { return nil })
+}
+
+func TestMissingSegmentIsLoud(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 100)
+	for i := 0; i < 60; i++ {
+		l.Append([][]byte{rec(i)})
+	}
+	l.Close()
+	segs, _ := listSegments(dir)
+	if len(segs) < 4 {
+		t.Fatalf("need several segments, got %d", len(segs))
+	}
+	os.Remove(segs[1].path)
+	err := openAndReplay(dir)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Segment != segs[2].path || ce.Index != segs[1].first {
+		t.Fatalf("got %v, want a gap reported at %s index %d", err, segs[2].path, segs[1].first)
+	}
+}
+
+func TestLockOneWriter(t *testing.T) {
+	dir := t.TempDir()
+	a, err := AcquireLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireLock(dir)
+	want := fmt.Sprintf("data folder %s is in use by pid %d", dir, os.Getpid())
+	if !errors.Is(err, ErrLocked) || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+		t.Fatalf("second lock: %v, want %q", err, want)
+	}
+	a.Release()
+	b, err := AcquireLock(dir)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	b.Release()
+}

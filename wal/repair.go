@@ -1,0 +1,131 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// maxLookahead bounds how many later indexes the torn-tail check looks for.
+const maxLookahead = 1 << 20
+
+// repairTail applies recovery step 1 (see the package doc) to the last
+// segment of dir. It returns the number of bytes cut (0 when the tail was
+// whole).
+func repairTail(dir string, logger *slog.Logger) (int64, error) {
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	last := segs[len(segs)-1]
+	data, err := os.ReadFile(last.path)
+	if err != nil {
+		return 0, fmt.Errorf("wal: read %s: %w", last.path, err)
+	}
+	var good int64
+	scanErr := scanSegment(last.path, data, last.first, func(e entry) error {
+		good = e.offset + e.size
+		return nil
+	})
+	var ce *CorruptError
+	if scanErr == nil {
+		return 0, nil
+	}
+	if !errors.As(scanErr, &ce) {
+		return 0, scanErr
+	}
+	if laterFrameExists(data[good:], ce.Index) {
+		ce.Reason += " (followed by valid frames: not a torn tail)"
+		return 0, ce
+	}
+	if err := cutTail(last.path, data, good); err != nil {
+		return 0, err
+	}
+	if err := syncDir(dir); err != nil {
+		return 0, err
+	}
+	cut := int64(len(data)) - good
+	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good,
+		"index", ce.Index, "bytes", cut, "reason", ce.Reason)
+	return cut, nil
+}
+
+// laterFrameExists reports whether any whole, checksum-valid frame with an
+// index in [index, index+maxLookahead) starts anywhere in b after its first
+// byte. If so, the bad bytes before it are not a torn tail but corruption of
+// records that were once acknowledged.
+func laterFrameExists(b []byte, index uint64) bool {
+	for off := 1; off < len(b); off++ {
+		if plausibleFrameAt(b[off:], index) {
+			return true
+		}
+	}
+	return false
+}
+
+// plausibleFrameAt cheaply filters before the checksum is computed.
+func plausibleFrameAt(b []byte, index uint64) bool {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n < 11 || n > uint64(len(b)-k) || b[k] != Version {
+		return false
+	}
+	idx, m := binary.Uvarint(b[k+1:])
+	if m <= 0 || idx < index || idx >= index+maxLookahead {
+		return false
+	}
+	_, _, err := decodeFrame(b[k : k+int(n)])
+	return err == nil
+}
+
+// cutTail keeps data[good:] in a .broken copy, then truncates the segment.
+func cutTail(path string, data []byte, good int64) error {
+	broken := fmt.Sprintf("%s.broken-%d", path, time.Now().UnixNano())
+	if err := writeFileSync(broken, data[good:]); err != nil {
+		return fmt.Errorf("wal: keep torn tail of %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("wal: open %s to cut its tail: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Truncate(good); err != nil {
+		return fmt.Errorf("wal: truncate %s at %d: %w", path, good, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync %s after cut: %w", path, err)
+	}
+	return nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs a folder so that file creations, renames and removals in it
+// are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("wal: open folder %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync folder %s: %w", dir, err)
+	}
+	return nil
+}
