@@ -1,0 +1,465 @@
+package executors
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Names of the per-attempt files in Job.ScratchDir.
+const (
+	inputFileName  = "input.json"
+	outputFileName = "output.json"
+)
+
+// DefaultKillGrace is the grace between SIGTERM and SIGKILL used by Stop when
+// it is given a non-positive grace and ProcessConfig.KillGrace is not set.
+const DefaultKillGrace = 10 * time.Second
+
+// ProcessConfig configures a Process executor. The zero value is usable.
+type ProcessConfig struct {
+	// KillGrace is used by Handle.Stop when called with grace <= 0.
+	// Zero means DefaultKillGrace.
+	KillGrace time.Duration
+}
+
+// Process runs each Job as an operating-system process in its own process
+// group (pgid == pid), with the task contract of DESIGN.md ("The task
+// contract"): ORKWAL_*/ORK_* environment, ORKWAL_INPUT and ORKWAL_OUTPUT files
+// in Job.ScratchDir, stdout and stderr appended to Job.LogPath.
+//
+// The child gets SIGKILL when the daemon dies (Pdeathsig). Linux delivers
+// that signal when the OS thread that forked the child exits, not the whole
+// process; the Go runtime only retires threads of goroutines that exit while
+// locked with runtime.LockOSThread, so Start must not be called from such a
+// goroutine. Pdeathsig reaches the group leader only: other members of the
+// group survive a daemon crash (see KillGroupIfSame).
+type Process struct {
+	cfg ProcessConfig
+}
+
+// NewProcess returns a Process executor, filling the defaults of cfg.
+func NewProcess(cfg ProcessConfig) *Process {
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	return &Process{cfg: cfg}
+}
+
+// attemptFiles are the absolute paths of an attempt's contract files.
+type attemptFiles struct {
+	input  string
+	output string
+}
+
+// Start launches job.Command and returns once the process is running. The
+// Started and Finished events are reported from a goroutine, in that order,
+// and never from inside Start. If the process cannot be started, Start returns
+// the error and reports nothing.
+func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
+	if len(job.Command) == 0 {
+		return nil, fmt.Errorf("start task %s: empty command", job.TaskID)
+	}
+	files, err := prepareScratch(job)
+	if err != nil {
+		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
+	}
+	logFile, err := openLog(job.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
+	}
+	cmd := newCommand(job, files, logFile)
+	err = cmd.Start()
+	if logFile != nil {
+		// The child holds its own descriptor; ours is no longer needed.
+		logFile.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], err)
+	}
+
+	pid := cmd.Process.Pid
+	// The child cannot have been reaped yet (only wait below reaps it), so
+	// /proc/pid/stat is readable even if it already exited.
+	startTime, _ := ProcStartTime(pid)
+	h := &processHandle{pid: pid, defaultGrace: p.cfg.KillGrace}
+	started := Event{
+		Kind:      Started,
+		TaskID:    job.TaskID,
+		Attempt:   job.Attempt,
+		At:        time.Now(),
+		PID:       pid,
+		StartTime: startTime,
+	}
+	go wait(cmd, h, job, files, started, report)
+	return h, nil
+}
+
+// wait reports Started, waits for the process and reports Finished, exactly
+// once each. It is the only place that reaps the child.
+//
+// When the leader exits normally, the rest of its process group (e.g. a
+// daemon the task left in the background) is deliberately left alone: a
+// task's exit is its own statement that its work is done, and what it chose
+// to leave running is its business. Stop, by contrast, signals the whole
+// group.
+func wait(cmd *exec.Cmd, h *processHandle, job Job, files attemptFiles, started Event, report func(Event)) {
+	report(started)
+	// Wait for the exit without reaping, so the zombie keeps the pid (and
+	// thus the process group id) reserved while Stop is told it is over.
+	waitExitedNoReap(h.pid)
+	h.markExited()
+	waitErr := cmd.Wait()
+	report(finishEvent(job, files.output, waitErr))
+}
+
+// waitExitedNoReap blocks until process pid has exited, leaving it waitable.
+// Errors are ignored: cmd.Wait reports them.
+func waitExitedNoReap(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// prepareScratch creates job.ScratchDir, writes the input file and removes
+// any stale output file.
+func prepareScratch(job Job) (attemptFiles, error) {
+	if job.ScratchDir == "" {
+		return attemptFiles{}, errors.New("no scratch dir")
+	}
+	dir, err := filepath.Abs(job.ScratchDir)
+	if err != nil {
+		return attemptFiles{}, fmt.Errorf("scratch dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return attemptFiles{}, fmt.Errorf("create scratch dir: %w", err)
+	}
+	files := attemptFiles{
+		input:  filepath.Join(dir, inputFileName),
+		output: filepath.Join(dir, outputFileName),
+	}
+	input := job.Input
+	if len(input) == 0 {
+		input = []byte("{}")
+	}
+	if err := os.WriteFile(files.input, input, 0o644); err != nil {
+		return attemptFiles{}, fmt.Errorf("write input: %w", err)
+	}
+	if err := os.Remove(files.output); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
+	}
+	return files, nil
+}
+
+// openLog opens path for appending, creating it and its parent folder. An
+// empty path returns a nil file: the child's stdout and stderr then go to
+// the null device.
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	return f, nil
+}
+
+// newCommand builds the command for job. argv[0] is looked up in the daemon's
+// PATH, not in a PATH set through job.Env.
+func newCommand(job Job, files attemptFiles, logFile *os.File) *exec.Cmd {
+	cmd := exec.Command(job.Command[0], job.Command[1:]...)
+	cmd.Dir = job.Workdir
+	cmd.Env = buildEnv(os.Environ(), job, files)
+	if logFile != nil {
+		cmd.Stdout = logFile
+		cmd.Stderr = logFile
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:   true, // own group, pgid == pid, so Stop reaches grandchildren
+		Pdeathsig: syscall.SIGKILL,
+	}
+	return cmd
+}
+
+// buildEnv returns the child's environment: base (the daemon's), PWD when the
+// task has its own workdir, the contract variables, then job.Env in key
+// order. exec.Cmd keeps the last value of a duplicated key, so each layer
+// overrides the previous one and job.Env wins.
+func buildEnv(base []string, job Job, files attemptFiles) []string {
+	env := make([]string, 0, len(base)+20+len(job.Env))
+	env = append(env, base...)
+	if job.Workdir != "" {
+		// What exec.Cmd does by itself when Env is nil: keep PWD truthful.
+		if wd, err := filepath.Abs(job.Workdir); err == nil {
+			env = append(env, "PWD="+wd)
+		}
+	}
+	env = append(env, contractEnv(job, files.input, files.output)...)
+	keys := make([]string, 0, len(job.Env))
+	for k := range job.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+job.Env[k])
+	}
+	return env
+}
+
+// contractEnv returns the task-contract variables as KEY=VALUE, each under the
+// ORKWAL_ prefix and again under ORK_.
+func contractEnv(job Job, inputPath, outputPath string) []string {
+	vars := []struct{ suffix, value string }{
+		{"RUN_ID", job.RunID},
+		{"TASK_ID", job.TaskID},
+		{"TASK_NAME", job.TaskName},
+		{"WORKFLOW", job.Workflow},
+		{"ATTEMPT", strconv.Itoa(job.Attempt)},
+		{"PARALLEL_INDEX", strconv.Itoa(job.ParallelIndex)},
+		{"PARALLEL_COUNT", strconv.Itoa(job.ParallelCount)},
+		{"INPUT", inputPath},
+		{"OUTPUT", outputPath},
+	}
+	env := make([]string, 0, 2*len(vars))
+	for _, prefix := range []string{"ORKWAL_", "ORK_"} {
+		for _, v := range vars {
+			env = append(env, prefix+v.suffix+"="+v.value)
+		}
+	}
+	return env
+}
+
+// finishEvent builds the Finished event from the wait result and the output
+// file. A failed exit is the reason even when the output is also bad; the
+// output is attached whenever it is acceptable.
+func finishEvent(job Job, outputPath string, waitErr error) Event {
+	ev := Event{Kind: Finished, TaskID: job.TaskID, Attempt: job.Attempt}
+	code, exitReason := exitResult(waitErr)
+	ev.ExitCode = code
+	out, outErr := readOutput(outputPath, job.MaxOutputBytes)
+	switch {
+	case exitReason != "":
+		ev.Err = exitReason
+	case outErr != nil:
+		ev.Err = outErr.Error()
+	default:
+		ev.OK = true
+	}
+	if outErr == nil {
+		ev.Output = out
+	}
+	ev.At = time.Now()
+	return ev
+}
+
+// exitResult turns cmd.Wait's error into an exit code (-1 when killed by a
+// signal) and a reason ("" on success).
+func exitResult(waitErr error) (code int, reason string) {
+	if waitErr == nil {
+		return 0, ""
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(waitErr, &exitErr) {
+		return -1, waitErr.Error()
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, "killed by signal: " + ws.Signal().String()
+	}
+	return exitErr.ExitCode(), exitErr.Error()
+}
+
+// readOutput reads the task's output file: nil when absent, an error when it
+// is larger than maxBytes (if > 0) or not valid JSON. Surrounding whitespace
+// (e.g. echo's newline) is trimmed.
+func readOutput(path string, maxBytes int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open output: %w", err)
+	}
+	defer f.Close()
+	tooLarge := fmt.Errorf("output larger than %d bytes", maxBytes)
+	var r io.Reader = f
+	if maxBytes > 0 {
+		if st, err := f.Stat(); err == nil && st.Size() > maxBytes {
+			return nil, tooLarge
+		}
+		// The file may still grow (a straggler writing to it): read at most
+		// one byte past the cap.
+		r = io.LimitReader(f, maxBytes+1)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read output: %w", err)
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, tooLarge
+	}
+	if !json.Valid(data) {
+		return nil, errors.New("output is not valid JSON")
+	}
+	return bytes.TrimSpace(data), nil
+}
+
+// processHandle is the Handle of a process started by Process.
+type processHandle struct {
+	pid          int
+	defaultGrace time.Duration
+
+	mu        sync.Mutex
+	exited    bool        // the leader exited (it may not be reaped yet)
+	stopping  bool        // Stop was called
+	killTimer *time.Timer // SIGKILL escalation, armed by Stop
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after grace (or the
+// configured default when grace <= 0) unless the leader has exited by then.
+// Only the first call has an effect; calls after the exit do nothing.
+func (h *processHandle) Stop(grace time.Duration) {
+	if grace <= 0 {
+		grace = h.defaultGrace
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.exited || h.stopping {
+		return
+	}
+	h.stopping = true
+	_ = signalGroup(h.pid, syscall.SIGTERM)
+	h.killTimer = time.AfterFunc(grace, h.kill)
+}
+
+// kill is the SIGKILL escalation, a no-op once the leader has exited.
+func (h *processHandle) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.exited {
+		_ = signalGroup(h.pid, syscall.SIGKILL)
+	}
+}
+
+// markExited records that the leader exited, disarming the escalation. It is
+// called before the leader is reaped, so no signal sent under h.mu can reach
+// a process that reused the pid.
+func (h *processHandle) markExited() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.exited = true
+	if h.killTimer != nil {
+		h.killTimer.Stop()
+	}
+}
+
+// signalGroup sends sig to process group pgid. It refuses pgid <= 1:
+// kill(-1) would signal every process and kill(0) the daemon's own group.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if pgid <= 1 {
+		return fmt.Errorf("refusing to signal process group %d", pgid)
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil {
+		return fmt.Errorf("signal process group %d with %v: %w", pgid, sig, err)
+	}
+	return nil
+}
+
+// ProcStartTime returns the start time of process pid in clock ticks since
+// boot (field 22 of /proc/pid/stat). Together with the pid it identifies a
+// process across pid reuse, e.g. to tell at boot whether a pid recorded in a
+// Started event still names the same process. The error wraps fs.ErrNotExist
+// when there is no such process.
+func ProcStartTime(pid int) (uint64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("start time of pid %d: %w", pid, err)
+	}
+	st, err := parseStatStartTime(data)
+	if err != nil {
+		return 0, fmt.Errorf("start time of pid %d: %w", pid, err)
+	}
+	return st, nil
+}
+
+// parseStatStartTime extracts field 22 (starttime) from the contents of a
+// /proc/pid/stat file. Field 2 (comm) is parenthesised and may contain
+// spaces and parentheses, so fields are counted after the last ')'.
+func parseStatStartTime(stat []byte) (uint64, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, errors.New("malformed stat: no ')'")
+	}
+	// After comm come fields 3 (state), 4, ...: field 22 is the 20th.
+	fields := bytes.Fields(stat[end+1:])
+	const startTimeIndex = 22 - 3
+	if len(fields) <= startTimeIndex {
+		return 0, fmt.Errorf("malformed stat: %d fields after comm", len(fields))
+	}
+	st, err := strconv.ParseUint(string(fields[startTimeIndex]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("malformed stat starttime: %w", err)
+	}
+	return st, nil
+}
+
+// KillGroupIfSame sends SIGKILL to process group pid, but only if process
+// pid still exists and its start time (see ProcStartTime) equals startTime,
+// i.e. the pid was not reused by another process. killed reports whether the
+// signal was sent; a process that is gone is not an error.
+//
+// If the leader is gone (as it is after a daemon crash, through Pdeathsig)
+// the group is killed anyway: its remaining members can only be the task's
+// own children, since Linux does not reuse a pid that is a live group id.
+func KillGroupIfSame(pid int, startTime uint64) (killed bool, err error) {
+	if pid <= 1 {
+		return false, fmt.Errorf("kill group %d: invalid pid", pid)
+	}
+	st, err := ProcStartTime(pid)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		// The leader is gone, but its group may live on in background
+		// children (Pdeathsig only reaches the leader). Linux never hands
+		// out a pid still in use as a process group id, so any process
+		// in group pid belongs to the task that was recorded.
+		return killGroup(pid)
+	}
+	if err != nil {
+		return false, fmt.Errorf("kill group %d: %w", pid, err)
+	}
+	if st != startTime {
+		return false, nil
+	}
+	return killGroup(pid)
+}
+
+// killGroup SIGKILLs process group pgid; false when the group is empty.
+func killGroup(pgid int) (bool, error) {
+	err := signalGroup(pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("kill group %d: %w", pgid, err)
+	}
+	return true, nil
+}

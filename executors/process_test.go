@@ -1,0 +1,631 @@
+package executors
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var _ Executor = (*Process)(nil)
+
+// guard bounds every wait in these tests; it only matters when a test fails.
+const guard = 10 * time.Second
+
+// newTestJob returns a job running argv with its log and scratch dir in a
+// fresh temporary folder (the log in a folder that does not exist yet).
+func newTestJob(t *testing.T, argv ...string) Job {
+	t.Helper()
+	dir := t.TempDir()
+	return Job{
+		RunID:         "run-1",
+		TaskID:        "task-" + t.Name(),
+		TaskName:      "build",
+		Workflow:      "wf",
+		Attempt:       1,
+		ParallelCount: 1,
+		Command:       argv,
+		LogPath:       filepath.Join(dir, "logs", "task.log"),
+		ScratchDir:    filepath.Join(dir, "scratch"),
+	}
+}
+
+// startJob starts job on a fresh Process and returns the handle and the
+// channel its events arrive on.
+func startJob(t *testing.T, job Job) (Handle, <-chan Event) {
+	t.Helper()
+	events := make(chan Event, 4) // a Process reports two events per job
+	h, err := NewProcess(ProcessConfig{}).Start(job, func(ev Event) { events <- ev })
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return h, events
+}
+
+// nextEvent returns the next event, failing after the guard.
+func nextEvent(t *testing.T, events <-chan Event) Event {
+	t.Helper()
+	select {
+	case ev := <-events:
+		return ev
+	case <-time.After(guard):
+		t.Fatal("no event within the guard time")
+		return Event{}
+	}
+}
+
+// expectStarted reads the next event and checks it is job's Started.
+func expectStarted(t *testing.T, job Job, events <-chan Event) Event {
+	t.Helper()
+	ev := nextEvent(t, events)
+	if ev.Kind != Started || ev.TaskID != job.TaskID || ev.Attempt != job.Attempt || ev.PID <= 0 {
+		t.Fatalf("first event = %+v, want Started of %s with a pid", ev, job.TaskID)
+	}
+	return ev
+}
+
+// expectFinished reads the next event and checks it is job's Finished.
+func expectFinished(t *testing.T, job Job, events <-chan Event) Event {
+	t.Helper()
+	ev := nextEvent(t, events)
+	if ev.Kind != Finished || ev.TaskID != job.TaskID || ev.Attempt != job.Attempt {
+		t.Fatalf("event = %+v, want Finished of %s", ev, job.TaskID)
+	}
+	return ev
+}
+
+// runJob starts job and returns its Finished event, checking that Started
+// came first.
+func runJob(t *testing.T, job Job) Event {
+	t.Helper()
+	_, events := startJob(t, job)
+	expectStarted(t, job, events)
+	return expectFinished(t, job, events)
+}
+
+// readLog returns the content of job's log file.
+func readLog(t *testing.T, job Job) string {
+	t.Helper()
+	data, err := os.ReadFile(job.LogPath)
+	if err != nil {
+		t.Fatalf("read log: %v", err)
+	}
+	return string(data)
+}
+
+// waitForLogLine polls the log of a running task (an external process, so
+// there is nothing to wait on but the file) until a line starts with prefix,
+// and returns the rest of that line.
+func waitForLogLine(t *testing.T, job Job, prefix string) string {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(job.LogPath)
+		for line := range strings.Lines(string(data)) {
+			if rest, ok := strings.CutPrefix(line, prefix); ok && strings.HasSuffix(rest, "\n") {
+				return strings.TrimSuffix(rest, "\n")
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("log never got a line starting with %q", prefix)
+	return ""
+}
+
+// processGone tells whether the process identified by pid and startTime no
+// longer runs (gone, pid reused, or a zombie waiting to be reaped).
+func processGone(pid int, startTime uint64) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	st, err := parseStatStartTime(data)
+	if err != nil || st != startTime {
+		return true
+	}
+	state := bytes.Fields(data[bytes.LastIndexByte(data, ')')+1:])[0]
+	return string(state) == "Z" || string(state) == "X"
+}
+
+// waitGone polls until the external process pid is gone, failing after the
+// guard.
+func waitGone(t *testing.T, pid int, startTime uint64) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !processGone(pid, startTime) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestProcessSuccessLogsStdoutAndStderr(t *testing.T) {
+	t.Parallel()
+	job := newTestJob(t, "sh", "-c", "echo out; echo err >&2")
+	job.Attempt = 2
+	if err := os.MkdirAll(filepath.Dir(job.LogPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(job.LogPath, []byte("previous attempt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	fin := runJob(t, job)
+	if !fin.OK || fin.ExitCode != 0 || fin.Err != "" || fin.Output != nil {
+		t.Errorf("Finished = %+v, want OK with exit 0 and no output", fin)
+	}
+	if got, want := readLog(t, job), "previous attempt\nout\nerr\n"; got != want {
+		t.Errorf("log = %q, want %q", got, want)
+	}
+}
+
+func TestProcessFailureExitCode(t *testing.T) {
+	t.Parallel()
+	fin := runJob(t, newTestJob(t, "sh", "-c", "exit 3"))
+	if fin.OK || fin.ExitCode != 3 || fin.Err != "exit status 3" {
+		t.Errorf("Finished = %+v, want !OK, exit 3, Err %q", fin, "exit status 3")
+	}
+}
+
+// Not parallel: it sets daemon environment variables.
+func TestProcessContractEnv(t *testing.T) {
+	t.Setenv("ORKWAL_RUN_ID", "stale-from-daemon")
+	t.Setenv("ORKWAL_TEST_DAEMON_VAR", "kept")
+	job := newTestJob(t, "env")
+	job.Attempt = 3
+	job.ParallelIndex = 2
+	job.ParallelCount = 4
+	job.Env = map[string]string{"ORK_WORKFLOW": "from-job", "TASK_VAR": "task value"}
+
+	if fin := runJob(t, job); !fin.OK {
+		t.Fatalf("Finished = %+v", fin)
+	}
+	got := map[string]string{}
+	for line := range strings.Lines(readLog(t, job)) {
+		if k, v, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "="); ok {
+			got[k] = v
+		}
+	}
+	input := filepath.Join(job.ScratchDir, "input.json")
+	output := filepath.Join(job.ScratchDir, "output.json")
+	want := map[string]string{"ORKWAL_TEST_DAEMON_VAR": "kept", "TASK_VAR": "task value"}
+	for _, prefix := range []string{"ORKWAL_", "ORK_"} {
+		want[prefix+"RUN_ID"] = "run-1"
+		want[prefix+"TASK_ID"] = job.TaskID
+		want[prefix+"TASK_NAME"] = "build"
+		want[prefix+"WORKFLOW"] = "wf"
+		want[prefix+"ATTEMPT"] = "3"
+		want[prefix+"PARALLEL_INDEX"] = "2"
+		want[prefix+"PARALLEL_COUNT"] = "4"
+		want[prefix+"INPUT"] = input
+		want[prefix+"OUTPUT"] = output
+	}
+	want["ORK_WORKFLOW"] = "from-job" // job.Env wins
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if !filepath.IsAbs(got["ORKWAL_INPUT"]) || !filepath.IsAbs(got["ORKWAL_OUTPUT"]) {
+		t.Errorf("contract paths not absolute: %q, %q", got["ORKWAL_INPUT"], got["ORKWAL_OUTPUT"])
+	}
+}
+
+func TestContractEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		job  Job
+		want []string
+	}{
+		{
+			name: "single task",
+			job: Job{RunID: "r", TaskID: "t", TaskName: "n", Workflow: "w",
+				Attempt: 1, ParallelIndex: 0, ParallelCount: 1},
+			want: []string{
+				"ORKWAL_RUN_ID=r", "ORKWAL_TASK_ID=t", "ORKWAL_TASK_NAME=n", "ORKWAL_WORKFLOW=w",
+				"ORKWAL_ATTEMPT=1", "ORKWAL_PARALLEL_INDEX=0", "ORKWAL_PARALLEL_COUNT=1",
+				"ORKWAL_INPUT=/s/input.json", "ORKWAL_OUTPUT=/s/output.json",
+				"ORK_RUN_ID=r", "ORK_TASK_ID=t", "ORK_TASK_NAME=n", "ORK_WORKFLOW=w",
+				"ORK_ATTEMPT=1", "ORK_PARALLEL_INDEX=0", "ORK_PARALLEL_COUNT=1",
+				"ORK_INPUT=/s/input.json", "ORK_OUTPUT=/s/output.json",
+			},
+		},
+		{
+			name: "fan-out retry, env ignored",
+			job: Job{RunID: "run 2", TaskID: "t[12]", TaskName: "shard", Workflow: "etl",
+				Attempt: 10, ParallelIndex: 12, ParallelCount: 40, Env: map[string]string{"X": "y"}},
+			want: []string{
+				"ORKWAL_RUN_ID=run 2", "ORKWAL_TASK_ID=t[12]", "ORKWAL_TASK_NAME=shard", "ORKWAL_WORKFLOW=etl",
+				"ORKWAL_ATTEMPT=10", "ORKWAL_PARALLEL_INDEX=12", "ORKWAL_PARALLEL_COUNT=40",
+				"ORKWAL_INPUT=/s/input.json", "ORKWAL_OUTPUT=/s/output.json",
+				"ORK_RUN_ID=run 2", "ORK_TASK_ID=t[12]", "ORK_TASK_NAME=shard", "ORK_WORKFLOW=etl",
+				"ORK_ATTEMPT=10", "ORK_PARALLEL_INDEX=12", "ORK_PARALLEL_COUNT=40",
+				"ORK_INPUT=/s/input.json", "ORK_OUTPUT=/s/output.json",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := contractEnv(tt.job, "/s/input.json", "/s/output.json")
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("contractEnv =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBuildEnvLayering(t *testing.T) {
+	t.Parallel()
+	job := Job{Attempt: 1, ParallelCount: 1, Workdir: "/wd",
+		Env: map[string]string{"B": "job", "A": "job", "ORKWAL_ATTEMPT": "job"}}
+	env := buildEnv([]string{"A=daemon", "PWD=/daemon"}, job, attemptFiles{input: "/i", output: "/o"})
+	// exec.Cmd keeps the last value of a key: check the last one wins as intended.
+	last := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		last[k] = v
+	}
+	want := map[string]string{"A": "job", "B": "job", "PWD": "/wd", "ORKWAL_ATTEMPT": "job", "ORK_ATTEMPT": "1", "ORKWAL_INPUT": "/i"}
+	for k, v := range want {
+		if last[k] != v {
+			t.Errorf("%s = %q, want %q (env %q)", k, last[k], v, env)
+		}
+	}
+	if tail := env[len(env)-3:]; !slices.Equal(tail, []string{"A=job", "B=job", "ORKWAL_ATTEMPT=job"}) {
+		t.Errorf("job env not last in key order: %q", tail)
+	}
+}
+
+func TestProcessInputOutput(t *testing.T) {
+	t.Parallel()
+	const copyInput = `cat "$ORKWAL_INPUT" > "$ORKWAL_OUTPUT"`
+	tests := []struct {
+		name       string
+		script     string
+		input      string
+		maxBytes   int64
+		staleOut   bool // an output.json is left in the scratch dir beforehand
+		wantOK     bool
+		wantErr    string
+		wantOutput string
+	}{
+		{name: "copy input", script: copyInput, input: `{"a":1}`, maxBytes: 1024, wantOK: true, wantOutput: `{"a":1}`},
+		{name: "empty input is {}", script: copyInput, wantOK: true, wantOutput: `{}`},
+		{name: "trailing newline trimmed", script: `echo '[1, 2]' > "$ORKWAL_OUTPUT"`, wantOK: true, wantOutput: `[1, 2]`},
+		{name: "exactly at the cap", script: copyInput, input: `{"a":1}`, maxBytes: 7, wantOK: true, wantOutput: `{"a":1}`},
+		{name: "over the cap", script: copyInput, input: `{"a":1}`, maxBytes: 6, wantErr: "output larger than 6 bytes"},
+		{name: "invalid JSON", script: `printf 'not json' > "$ORKWAL_OUTPUT"`, wantErr: "output is not valid JSON"},
+		{name: "empty output file", script: `: > "$ORKWAL_OUTPUT"`, wantErr: "output is not valid JSON"},
+		{name: "no output file", script: "true", wantOK: true},
+		{name: "stale output removed", script: "true", staleOut: true, wantOK: true},
+		{name: "exit failure wins", script: `echo '"x"' > "$ORKWAL_OUTPUT"; exit 4`, wantErr: "exit status 4", wantOutput: `"x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := newTestJob(t, "sh", "-c", tt.script)
+			job.Input = []byte(tt.input)
+			job.MaxOutputBytes = tt.maxBytes
+			if tt.staleOut {
+				if err := os.MkdirAll(job.ScratchDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(job.ScratchDir, "output.json"), []byte("garbage"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fin := runJob(t, job)
+			if fin.OK != tt.wantOK || fin.Err != tt.wantErr || string(fin.Output) != tt.wantOutput {
+				t.Errorf("Finished = {OK:%v Err:%q Output:%q}, want {OK:%v Err:%q Output:%q}",
+					fin.OK, fin.Err, fin.Output, tt.wantOK, tt.wantErr, tt.wantOutput)
+			}
+		})
+	}
+}
+
+func TestProcessWorkdir(t *testing.T) {
+	t.Parallel()
+	wd := t.TempDir()
+	job := newTestJob(t, "sh", "-c", "pwd; /bin/pwd -P")
+	job.Workdir = wd
+	if fin := runJob(t, job); !fin.OK {
+		t.Fatalf("Finished = %+v", fin)
+	}
+	physical, err := filepath.EvalSymlinks(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readLog(t, job), wd+"\n"+physical+"\n"; got != want {
+		t.Errorf("log = %q, want %q", got, want)
+	}
+}
+
+func TestProcessStopKillsWholeGroup(t *testing.T) {
+	t.Parallel()
+	job := newTestJob(t, "sh", "-c", `sleep 60 & echo "grandchild $!"; sleep 60; wait`)
+	h, events := startJob(t, job)
+	started := expectStarted(t, job, events)
+	if st, err := ProcStartTime(started.PID); err != nil || st != started.StartTime || st == 0 {
+		t.Errorf("Started.StartTime = %d, /proc says %d (%v)", started.StartTime, st, err)
+	}
+	if pgid, err := syscall.Getpgid(started.PID); err != nil || pgid != started.PID {
+		t.Errorf("pgid of %d = %d (%v), want its own group", started.PID, pgid, err)
+	}
+	grandchild, err := strconv.Atoi(waitForLogLine(t, job, "grandchild "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcStart, err := ProcStartTime(grandchild)
+	if err != nil {
+		t.Fatalf("grandchild: %v", err)
+	}
+
+	h.Stop(guard) // the TERM is enough: no escalation expected
+	h.Stop(time.Millisecond)
+	fin := expectFinished(t, job, events)
+	if fin.OK || fin.ExitCode != -1 || fin.Err != "killed by signal: terminated" {
+		t.Errorf("Finished = %+v, want killed by SIGTERM", fin)
+	}
+	waitGone(t, grandchild, gcStart)
+	h.Stop(time.Millisecond) // after exit: a no-op
+}
+
+func TestProcessStopEscalatesToSIGKILL(t *testing.T) {
+	t.Parallel()
+	job := newTestJob(t, "sh", "-c", `trap '' TERM; echo ready; sleep 60`)
+	h, events := startJob(t, job)
+	expectStarted(t, job, events)
+	waitForLogLine(t, job, "ready") // the trap is set
+
+	const grace = 200 * time.Millisecond
+	stopped := time.Now()
+	h.Stop(grace)
+	fin := expectFinished(t, job, events)
+	if elapsed := time.Since(stopped); elapsed < grace {
+		t.Errorf("finished %v after Stop, before the %v grace", elapsed, grace)
+	}
+	if fin.OK || fin.ExitCode != -1 || fin.Err != "killed by signal: killed" {
+		t.Errorf("Finished = %+v, want killed by SIGKILL", fin)
+	}
+}
+
+func TestProcessStartErrors(t *testing.T) {
+	t.Parallel()
+	for _, argv := range [][]string{{"orkwal-no-such-binary"}, {"/nonexistent/bin/tool", "arg"}, nil} {
+		t.Run(fmt.Sprint(argv), func(t *testing.T) {
+			t.Parallel()
+			job := newTestJob(t, argv...)
+			var reported atomic.Int32
+			h, err := NewProcess(ProcessConfig{}).Start(job, func(Event) { reported.Add(1) })
+			if err == nil || h != nil {
+				t.Fatalf("Start = %v, %v; want an error", h, err)
+			}
+			if !strings.Contains(err.Error(), job.TaskID) || (len(argv) > 0 && !strings.Contains(err.Error(), argv[0])) {
+				t.Errorf("error %q lacks the task id or binary", err)
+			}
+			if len(argv) > 0 && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("error %q does not wrap the cause", err)
+			}
+			if n := reported.Load(); n != 0 {
+				t.Errorf("%d events reported for a job that never started", n)
+			}
+		})
+	}
+}
+
+func TestProcessFinishedExactlyOnce(t *testing.T) {
+	t.Parallel()
+	const jobs = 50
+	var (
+		mu       sync.Mutex
+		started  = map[string]int{}
+		finished = map[string]int{}
+		ok       = map[string]bool{}
+		done     = make(chan struct{}, jobs)
+	)
+	report := func(ev Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Kind {
+		case Started:
+			if finished[ev.TaskID] > 0 {
+				t.Errorf("%s: Started after Finished", ev.TaskID)
+			}
+			started[ev.TaskID]++
+		case Finished:
+			finished[ev.TaskID]++
+			ok[ev.TaskID] = ev.OK
+			done <- struct{}{}
+		}
+	}
+	p := NewProcess(ProcessConfig{})
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Go(func() {
+			job := Job{
+				RunID: "r", TaskID: fmt.Sprintf("t%d", i), Attempt: 1,
+				ParallelIndex: i, ParallelCount: jobs,
+				Command:    []string{"sh", "-c", "exit $((ORKWAL_PARALLEL_INDEX % 3))"},
+				LogPath:    filepath.Join(dir, "logs", fmt.Sprintf("t%d.log", i)),
+				ScratchDir: filepath.Join(dir, "scratch", fmt.Sprintf("t%d", i)),
+			}
+			if _, err := p.Start(job, report); err != nil {
+				t.Errorf("Start t%d: %v", i, err)
+				done <- struct{}{}
+			}
+		})
+	}
+	wg.Wait()
+	for range jobs {
+		select {
+		case <-done:
+		case <-time.After(guard):
+			t.Fatal("not every job finished")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range jobs {
+		id := fmt.Sprintf("t%d", i)
+		if started[id] != 1 || finished[id] != 1 {
+			t.Errorf("%s: %d Started, %d Finished; want 1 and 1", id, started[id], finished[id])
+		}
+		if ok[id] != (i%3 == 0) {
+			t.Errorf("%s: OK = %v, want %v", id, ok[id], i%3 == 0)
+		}
+	}
+}
+
+func TestProcStartTimeOfSelf(t *testing.T) {
+	t.Parallel()
+	a, err := ProcStartTime(os.Getpid())
+	if err != nil || a == 0 {
+		t.Fatalf("ProcStartTime(self) = %d, %v", a, err)
+	}
+	b, err := ProcStartTime(os.Getpid())
+	if err != nil || b != a {
+		t.Errorf("second ProcStartTime(self) = %d, %v; want %d", b, err, a)
+	}
+	if _, err := ProcStartTime(-5); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ProcStartTime(-5) error = %v, want not exist", err)
+	}
+}
+
+func TestParseStatStartTime(t *testing.T) {
+	t.Parallel()
+	rest := "S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 20 21"
+	tests := []struct {
+		stat    string
+		want    uint64
+		wantErr bool
+	}{
+		{stat: "123 (sleep) " + rest, want: 4242},
+		{stat: "123 (a) (b c) ) " + rest, want: 4242},
+		{stat: "123 (x)" + " " + rest + "\n", want: 4242},
+		{stat: "123 sleep " + rest, wantErr: true},
+		{stat: "123 (sleep) S 1 2", wantErr: true},
+		{stat: "123 (sleep) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 -1", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseStatStartTime([]byte(tt.stat))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseStatStartTime(%q) = %d, %v; want %d, error %v", tt.stat, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// spawnGroupLeader starts `sleep 60` leading its own process group (so
+// killing the group cannot reach the test binary) and returns it with its
+// start time.
+func spawnGroupLeader(t *testing.T) (*exec.Cmd, uint64) {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	st, err := ProcStartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cmd, st
+}
+
+// waitSignal reaps cmd and returns the signal that killed it.
+func waitSignal(t *testing.T, cmd *exec.Cmd) syscall.Signal {
+	t.Helper()
+	err := cmd.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("Wait = %v, want a signal death", err)
+	}
+	ws := exitErr.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() {
+		t.Fatalf("Wait = %v, want a signal death", err)
+	}
+	return ws.Signal()
+}
+
+func TestKillGroupIfSame(t *testing.T) {
+	t.Parallel()
+	t.Run("wrong start time spares it", func(t *testing.T) {
+		t.Parallel()
+		cmd, st := spawnGroupLeader(t)
+		killed, err := KillGroupIfSame(cmd.Process.Pid, st+1)
+		if killed || err != nil {
+			t.Fatalf("KillGroupIfSame(wrong start) = %v, %v", killed, err)
+		}
+		// Had a SIGKILL been sent, it would be the cause of death, not this TERM.
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if sig := waitSignal(t, cmd); sig != syscall.SIGTERM {
+			t.Errorf("died of %v, want SIGTERM (KillGroupIfSame must not have signalled)", sig)
+		}
+	})
+	t.Run("right start time kills", func(t *testing.T) {
+		t.Parallel()
+		cmd, st := spawnGroupLeader(t)
+		pid := cmd.Process.Pid
+		killed, err := KillGroupIfSame(pid, st)
+		if !killed || err != nil {
+			t.Fatalf("KillGroupIfSame = %v, %v; want killed", killed, err)
+		}
+		if sig := waitSignal(t, cmd); sig != syscall.SIGKILL {
+			t.Errorf("died of %v, want SIGKILL", sig)
+		}
+		killed, err = KillGroupIfSame(pid, st)
+		if killed || err != nil {
+			t.Errorf("KillGroupIfSame after reaping = %v, %v; want false, nil", killed, err)
+		}
+	})
+	t.Run("gone leader: orphaned group members are killed", func(t *testing.T) {
+		t.Parallel()
+		// What a daemon crash leaves: the leader died (Pdeathsig), a
+		// background child of the task lives on in the leader's group.
+		cmd := exec.Command("sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := cmd.Output() // waits for and reaps the leader
+		if err != nil {
+			t.Fatal(err)
+		}
+		child, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		childStart, err := ProcStartTime(child)
+		if err != nil {
+			t.Fatalf("orphan not running: %v", err)
+		}
+		killed, err := KillGroupIfSame(cmd.Process.Pid, 12345)
+		if !killed || err != nil {
+			t.Fatalf("KillGroupIfSame(gone leader) = %v, %v; want the orphan killed", killed, err)
+		}
+		waitGone(t, child, childStart)
+	})
+	t.Run("refuses dangerous pids", func(t *testing.T) {
+		t.Parallel()
+		for _, pid := range []int{-1, 0, 1} {
+			if killed, err := KillGroupIfSame(pid, 0); killed || err == nil {
+				t.Errorf("KillGroupIfSame(%d) = %v, %v; want an error", pid, killed, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,51 @@
+package replay
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Hash is a checksum of the state's canonical encoding: two states with the
+// same hash hold the same workflows, runs and tasks (derived fields are
+// excluded; they follow from the rest). Live and replayed state must match.
+func (s *State) Hash() (uint64, error) {
+	d := xxhash.New()
+	enc := msgpack.NewEncoder(d)
+	enc.SetSortMapKeys(true)
+	if err := s.encodeCanonical(enc); err != nil {
+		return 0, fmt.Errorf("replay: hash state: %w", err)
+	}
+	return d.Sum64(), nil
+}
+
+func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
+	names := make([]string, 0, len(s.Workflows))
+	for n := range s.Workflows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	vals := []any{s.NextSeq, len(names)}
+	for _, n := range names {
+		w := s.Workflows[n]
+		vals = append(vals, w.Name, w.Version, w.Spec, w.Source, w.CreatedAt, w.UpdatedAt)
+	}
+	vals = append(vals, len(s.RunList))
+	for _, r := range s.RunList {
+		vals = append(vals, r.ID, r.Seq, r.Workflow, r.Version, r.Params, r.Trigger,
+			string(r.Status), r.CreatedAt, r.StartedAt, r.FinishedAt, len(r.Tasks))
+		for _, t := range r.Tasks {
+			vals = append(vals, t.Index, t.Name, t.Seq, string(t.Status), t.Attempt, t.Interruptions,
+				t.PID, t.StartTime, t.ExitCode, t.Error, t.Output, t.DispatchedAt, t.StartedAt,
+				t.FinishedAt, t.Deps)
+		}
+	}
+	for _, v := range vals {
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package replay
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Kind identifies a record type. It is the first byte of every record
+// payload and part of the on-disk format (docs/format.md): never renumber.
+type Kind uint8
+
+const (
+	KindWorkflowPut     Kind = 1
+	KindWorkflowDeleted Kind = 2
+	KindRunCreated      Kind = 3
+	KindTaskDispatched  Kind = 4
+	KindTaskStarted     Kind = 5
+	KindTaskFinished    Kind = 6
+	KindTaskInterrupted Kind = 7
+)
+
+var kindNames = map[Kind]string{
+	KindWorkflowPut:     "workflow_put",
+	KindWorkflowDeleted: "workflow_deleted",
+	KindRunCreated:      "run_created",
+	KindTaskDispatched:  "task_dispatched",
+	KindTaskStarted:     "task_started",
+	KindTaskFinished:    "task_finished",
+	KindTaskInterrupted: "task_interrupted",
+}
+
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Record is one state transition. At is unix nanoseconds, read from the
+// engine's clock when the transition was decided.
+type Record interface {
+	Kind() Kind
+}
+
+// WorkflowPut stores a new version of a workflow (version = previous + 1).
+type WorkflowPut struct {
+	Spec   *workflow.Spec `msgpack:"spec"`
+	Source string         `msgpack:"src,omitempty"` // the YAML as given, for display
+	At     int64          `msgpack:"at"`
+}
+
+// WorkflowDeleted removes a workflow. Runs that pinned it keep their version.
+type WorkflowDeleted struct {
+	Name string `msgpack:"name"`
+	At   int64  `msgpack:"at"`
+}
+
+// RunCreated accepts a run of the workflow's current version. Apply creates
+// its tasks, pending, in the spec's order.
+type RunCreated struct {
+	ID       string            `msgpack:"id"`
+	Workflow string            `msgpack:"wf"`
+	Version  int               `msgpack:"ver"` // must equal the current version
+	Params   map[string]string `msgpack:"params,omitempty"`
+	Trigger  string            `msgpack:"trigger,omitempty"` // "api", "cli", ...
+	At       int64             `msgpack:"at"`
+}
+
+// TaskRef names a task of a run by its position in Run.Tasks.
+type TaskRef struct {
+	Run  string `msgpack:"run"`
+	Task int    `msgpack:"t"`
+}
+
+// TaskDispatched hands a ready task to its executor as attempt Attempt
+// (previous attempt + 1). The first dispatch of a run starts the run.
+type TaskDispatched struct {
+	TaskRef
+	Attempt int   `msgpack:"attempt"`
+	At      int64 `msgpack:"at"`
+}
+
+// TaskStarted: the executor launched the attempt.
+type TaskStarted struct {
+	TaskRef
+	Attempt   int    `msgpack:"attempt"`
+	PID       int    `msgpack:"pid,omitempty"`
+	StartTime uint64 `msgpack:"st,omitempty"` // /proc start time of PID
+	At        int64  `msgpack:"at"`
+}
+
+// TaskFinished: the attempt ended. OK false fails the task, skips its
+// downstream tasks and, with the last task, ends the run.
+type TaskFinished struct {
+	TaskRef
+	Attempt  int    `msgpack:"attempt"`
+	OK       bool   `msgpack:"ok"`
+	ExitCode int    `msgpack:"exit,omitempty"`
+	Error    string `msgpack:"err,omitempty"`
+	Output   []byte `msgpack:"out,omitempty"` // a JSON value
+	At       int64  `msgpack:"at"`
+}
+
+// TaskInterrupted: at boot, the attempt was found in flight (its outcome was
+// never recorded). The task goes back to pending to run again as a new
+// attempt, or fails once it was interrupted more than MaxInterruptions times.
+type TaskInterrupted struct {
+	TaskRef
+	Attempt int   `msgpack:"attempt"`
+	At      int64 `msgpack:"at"`
+}
+
+func (*WorkflowPut) Kind() Kind     { return KindWorkflowPut }
+func (*WorkflowDeleted) Kind() Kind { return KindWorkflowDeleted }
+func (*RunCreated) Kind() Kind      { return KindRunCreated }
+func (*TaskDispatched) Kind() Kind  { return KindTaskDispatched }
+func (*TaskStarted) Kind() Kind     { return KindTaskStarted }
+func (*TaskFinished) Kind() Kind    { return KindTaskFinished }
+func (*TaskInterrupted) Kind() Kind { return KindTaskInterrupted }
+
+func newRecord(k Kind) (Record, error) {
+	switch k {
+	case KindWorkflowPut:
+		return &WorkflowPut{}, nil
+	case KindWorkflowDeleted:
+		return &WorkflowDeleted{}, nil
+	case KindRunCreated:
+		return &RunCreated{}, nil
+	case KindTaskDispatched:
+		return &TaskDispatched{}, nil
+	case KindTaskStarted:
+		return &TaskStarted{}, nil
+	case KindTaskFinished:
+		return &TaskFinished{}, nil
+	case KindTaskInterrupted:
+		return &TaskInterrupted{}, nil
+	}
+	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
+}
+
+// Encode returns the record's payload: its kind byte, then its msgpack body.
+func Encode(r Record) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(r.Kind()))
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetOmitEmpty(true)
+	if err := enc.Encode(r); err != nil {
+		return nil, fmt.Errorf("replay: encode %s: %w", r.Kind(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Decode parses a payload written by Encode.
+func Decode(payload []byte) (Record, error) {
+	if len(payload) == 0 {
+		return nil, fmt.Errorf("replay: empty record")
+	}
+	r, err := newRecord(Kind(payload[0]))
+	if err != nil {
+		return nil, err
+	}
+	if err := msgpack.Unmarshal(payload[1:], r); err != nil {
+		return nil, fmt.Errorf("replay: decode %s: %w", r.Kind(), err)
+	}
+	return r, nil
+}

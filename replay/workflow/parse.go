@@ -1,0 +1,468 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// anonymousFile names, in error messages, a workflow that came without a file
+// (posted through the API).
+const anonymousFile = "workflow"
+
+// Parse reads a workflow file and returns its validated Spec, or an *Error
+// naming the file, the key and the reason (the first problem found, in a
+// fixed order: file order for what a single key can tell, then missing
+// required keys, then dependencies, then cycles).
+//
+// filename is used in error messages and, when non-empty, to set Spec.Dir to
+// the absolute folder of the file, against which relative workdirs are
+// resolved. With filename "" (a workflow posted through the API) errors say
+// "workflow", Dir stays "" and workdirs are kept as written.
+//
+// Parse is deterministic: the same input gives the same Spec, with Tasks in
+// topological order, ties broken by the order of the tasks in the file.
+func Parse(filename string, data []byte) (*Spec, error) {
+	p := &parser{file: filename}
+	if filename == "" {
+		p.file = anonymousFile
+	} else {
+		dir, err := filepath.Abs(filepath.Dir(filename))
+		if err != nil {
+			return nil, &Error{File: p.file, Msg: fmt.Sprintf("resolving folder: %v", err), Err: err}
+		}
+		p.dir = dir
+	}
+	root, err := p.document(data)
+	if err != nil {
+		return nil, err
+	}
+	return p.workflow(root)
+}
+
+// parser carries what error messages and path resolution need.
+type parser struct {
+	file string // as shown in messages
+	dir  string // Spec.Dir
+}
+
+// fail builds the error for the node n at key path path.
+func (p *parser) fail(n *yaml.Node, path, format string, args ...any) error {
+	return &Error{File: p.file, Path: path, Line: lineOf(n), Msg: fmt.Sprintf(format, args...)}
+}
+
+// document decodes data as exactly one YAML document and returns its root
+// node.
+func (p *parser) document(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := decodeNode(dec, &doc)
+	if errors.Is(err, io.EOF) {
+		return nil, &Error{File: p.file, Msg: "empty workflow"}
+	}
+	if err != nil {
+		return nil, p.yamlError(err)
+	}
+	var next yaml.Node
+	switch err := decodeNode(dec, &next); {
+	case err == nil:
+		return nil, &Error{File: p.file, Line: lineOf(&next),
+			Msg: fmt.Sprintf("several YAML documents (a second starts at line %d): a workflow file holds exactly one", next.Line)}
+	case !errors.Is(err, io.EOF):
+		return nil, p.yamlError(err)
+	}
+	var root *yaml.Node
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = resolve(doc.Content[0])
+	}
+	if isNull(root) {
+		return nil, &Error{File: p.file, Line: lineOf(&doc), Msg: "empty workflow"}
+	}
+	return root, nil
+}
+
+// decodeNode decodes the next document, turning a panic inside the YAML
+// library into an error so that Parse never panics.
+func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: internal error: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+func (p *parser) yamlError(err error) error {
+	return &Error{File: p.file, Msg: err.Error(), Err: err}
+}
+
+// entries returns the pairs of the mapping n in file order. It rejects keys
+// that are not scalars, merge keys and duplicate keys (which yaml.v3 only
+// catches when decoding into Go values, not into a yaml.Node).
+func (p *parser) entries(n *yaml.Node, path string) ([]entry, error) {
+	if len(n.Content)%2 != 0 {
+		return nil, p.fail(n, path, "malformed mapping")
+	}
+	out := make([]entry, 0, len(n.Content)/2)
+	firstLine := make(map[string]int, len(n.Content)/2)
+	for i := 0; i < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if isNull(k) || k.Kind != yaml.ScalarNode {
+			return nil, p.fail(n.Content[i], path, "keys must be strings, got %s", describe(k))
+		}
+		kp := joinPath(path, k.Value)
+		if k.ShortTag() == tagMerge {
+			return nil, p.fail(k, kp, "merge keys are not supported")
+		}
+		if line, dup := firstLine[k.Value]; dup {
+			return nil, p.fail(k, kp, "duplicate key (first defined at line %d)", line)
+		}
+		firstLine[k.Value] = k.Line
+		out = append(out, entry{key: k.Value, path: kp, keyN: k, val: resolve(n.Content[i+1])})
+	}
+	return out, nil
+}
+
+// mapping returns the entries of n, which must be a mapping or null (no
+// entries). what describes the expected mapping in the type error.
+func (p *parser) mapping(n *yaml.Node, path, what string) ([]entry, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, p.fail(n, path, "expected %s, got %s", what, describe(n))
+	}
+	return p.entries(n, path)
+}
+
+// unknownKey is the error for a key the parser does not handle at level lv.
+func (p *parser) unknownKey(e entry, lv level) error {
+	if notSupportedYet[e.key] == lv {
+		return p.fail(e.keyN, e.path, "not supported yet in this version")
+	}
+	return p.fail(e.keyN, e.path, "unknown key")
+}
+
+// workflow decodes the top-level mapping.
+func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
+	if root.Kind != yaml.MappingNode {
+		return nil, p.fail(root, "", "expected a mapping with name and tasks at the top level, got %s", describe(root))
+	}
+	entries, err := p.entries(root, "")
+	if err != nil {
+		return nil, err
+	}
+	spec := &Spec{Dir: p.dir}
+	var tasks []parsedTask
+	for _, e := range entries {
+		switch e.key {
+		case "name":
+			spec.Name, err = p.name(e.val, e.path)
+		case "description":
+			spec.Description, err = p.str(e.val, e.path)
+		case "params":
+			spec.Params, err = p.params(e.val, e.path)
+		case "tasks":
+			tasks, err = p.tasks(e.val, e.path)
+		default:
+			err = p.unknownKey(e, levelWorkflow)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if spec.Name == "" {
+		return nil, p.fail(root, "name", "required")
+	}
+	if tasks == nil {
+		return nil, p.fail(root, "tasks", "required")
+	}
+	spec.Tasks, err = p.order(tasks)
+	if err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// params decodes the params mapping: parameter name to default value.
+func (p *parser) params(n *yaml.Node, path string) (map[string]string, error) {
+	entries, err := p.mapping(n, path, "a mapping of parameter names to default values")
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if !validName(e.key) {
+			return nil, p.fail(e.keyN, e.path, "invalid parameter name: %s", nameRule)
+		}
+		if isNull(e.val) {
+			out[e.key] = ""
+			continue
+		}
+		v, err := p.text(e.val, e.path)
+		if err != nil {
+			return nil, err
+		}
+		out[e.key] = v
+	}
+	return out, nil
+}
+
+// parsedTask is a task with the YAML nodes later checks point at.
+type parsedTask struct {
+	task      *Task
+	node      *yaml.Node // the task's mapping (or its key when the value is null)
+	dependsOn *yaml.Node // the depends_on value, nil when absent
+}
+
+// tasks decodes the tasks mapping, in file order.
+func (p *parser) tasks(n *yaml.Node, path string) ([]parsedTask, error) {
+	if isNull(n) {
+		return nil, nil
+	}
+	entries, err := p.mapping(n, path, "a mapping of task names to tasks")
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, p.fail(n, path, "must define at least one task")
+	}
+	out := make([]parsedTask, 0, len(entries))
+	for _, e := range entries {
+		if !validName(e.key) {
+			return nil, p.fail(e.keyN, e.path, "invalid task name: %s", nameRule)
+		}
+		t, err := p.task(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// task decodes one task. A null task (`extract:`) is an empty mapping.
+func (p *parser) task(te entry) (parsedTask, error) {
+	pt := parsedTask{task: &Task{Name: te.key}, node: te.val}
+	if isNull(te.val) {
+		pt.node = te.keyN
+	}
+	entries, err := p.mapping(te.val, te.path, "a mapping of task keys")
+	if err != nil {
+		return pt, err
+	}
+	t := pt.task
+	for _, e := range entries {
+		switch e.key {
+		case "executor":
+			t.Executor, err = p.executor(e.val, e.path)
+		case "command":
+			t.Command, err = p.command(e.val, e.path)
+		case "env":
+			t.Env, err = p.env(e.val, e.path)
+		case "workdir":
+			t.Workdir, err = p.workdir(e.val, e.path)
+		case "depends_on":
+			t.DependsOn, err = p.dependsOn(e.val, e.path)
+			pt.dependsOn = e.val
+		default:
+			err = p.unknownKey(e, levelTask)
+		}
+		if err != nil {
+			return pt, err
+		}
+	}
+	if t.Executor == "" {
+		t.Executor = executors[0]
+	}
+	return pt, p.checkCommand(pt, te.path)
+}
+
+// checkCommand enforces that a process task has a command and a noop task
+// has none.
+func (p *parser) checkCommand(pt parsedTask, path string) error {
+	t := pt.task
+	switch {
+	case t.Executor == "process" && len(t.Command) == 0:
+		return p.fail(pt.node, joinPath(path, "command"), "required for executor process")
+	case t.Executor == "noop" && len(t.Command) != 0:
+		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor noop")
+	}
+	return nil
+}
+
+// executor decodes the executor name; null leaves the default.
+func (p *parser) executor(n *yaml.Node, path string) (string, error) {
+	s, err := p.str(n, path)
+	if err != nil || isNull(n) {
+		return "", err
+	}
+	for _, x := range executors {
+		if s == x {
+			return s, nil
+		}
+	}
+	allowed := strings.Join(executors, ", ")
+	if executorsNotSupportedYet[s] {
+		return "", p.fail(n, path, "executor %q is not supported yet in this version (allowed: %s)", s, allowed)
+	}
+	return "", p.fail(n, path, "unknown executor %q (allowed: %s)", s, allowed)
+}
+
+// command decodes an argv list, or a string run by `sh -c`.
+func (p *parser) command(n *yaml.Node, path string) ([]string, error) {
+	switch {
+	case isNull(n):
+		return nil, nil
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == tagStr:
+		if strings.TrimSpace(n.Value) == "" {
+			return nil, p.fail(n, path, "must not be blank")
+		}
+		if err := p.noNUL(n, path, n.Value); err != nil {
+			return nil, err
+		}
+		return []string{"sh", "-c", n.Value}, nil
+	case n.Kind == yaml.SequenceNode:
+		return p.argv(n, path)
+	}
+	return nil, p.fail(n, path, "expected a list of strings or a string, got %s", describe(n))
+}
+
+// argv decodes a command list.
+func (p *parser) argv(n *yaml.Node, path string) ([]string, error) {
+	if len(n.Content) == 0 {
+		return nil, p.fail(n, path, "must not be empty")
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		ip := indexPath(path, i)
+		s, err := p.text(resolve(item), ip)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.noNUL(item, ip, s); err != nil {
+			return nil, err
+		}
+		if i == 0 && strings.TrimSpace(s) == "" {
+			return nil, p.fail(item, ip, "program must not be blank")
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// env decodes environment variables: name to value.
+func (p *parser) env(n *yaml.Node, path string) (map[string]string, error) {
+	entries, err := p.mapping(n, path, "a mapping of variable names to values")
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if !validEnvName(e.key) {
+			return nil, p.fail(e.keyN, e.path, "invalid variable name: use letters, digits and '_', not starting with a digit")
+		}
+		v := ""
+		if !isNull(e.val) {
+			if v, err = p.text(e.val, e.path); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.noNUL(e.val, e.path, v); err != nil {
+			return nil, err
+		}
+		out[e.key] = v
+	}
+	return out, nil
+}
+
+// workdir decodes the working folder, made absolute against the workflow's
+// folder when there is one.
+func (p *parser) workdir(n *yaml.Node, path string) (string, error) {
+	s, err := p.str(n, path)
+	if err != nil || s == "" {
+		return "", err
+	}
+	if err := p.noNUL(n, path, s); err != nil {
+		return "", err
+	}
+	if p.dir == "" {
+		return s, nil
+	}
+	if filepath.IsAbs(s) {
+		return filepath.Clean(s), nil
+	}
+	return filepath.Join(p.dir, s), nil
+}
+
+// dependsOn decodes a list of task names, or a single name.
+func (p *parser) dependsOn(n *yaml.Node, path string) ([]string, error) {
+	switch {
+	case isNull(n):
+		return nil, nil
+	case n.Kind == yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		out := make([]string, 0, len(n.Content))
+		for i, item := range n.Content {
+			s, err := p.text(resolve(item), indexPath(path, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	case isText(n):
+		return []string{n.Value}, nil
+	}
+	return nil, p.fail(n, path, "expected a list of task names or a task name, got %s", describe(n))
+}
+
+// name decodes a workflow name; null leaves it empty (and so "required").
+func (p *parser) name(n *yaml.Node, path string) (string, error) {
+	if isNull(n) {
+		return "", nil
+	}
+	s, err := p.text(n, path)
+	if err != nil {
+		return "", err
+	}
+	if s != "" && !validName(s) {
+		return "", p.fail(n, path, "invalid name %q: %s", s, nameRule)
+	}
+	return s, nil
+}
+
+// str decodes a value that must be a YAML string; null gives "".
+func (p *parser) str(n *yaml.Node, path string) (string, error) {
+	if isNull(n) {
+		return "", nil
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != tagStr {
+		return "", p.fail(n, path, "expected a string, got %s", describe(n))
+	}
+	return n.Value, nil
+}
+
+// text decodes a scalar that stands for a string: strings as they are,
+// numbers, booleans and timestamps as their YAML text.
+func (p *parser) text(n *yaml.Node, path string) (string, error) {
+	if !isText(n) {
+		return "", p.fail(n, path, "expected a string, got %s", describe(n))
+	}
+	return n.Value, nil
+}
+
+// noNUL rejects strings that cannot be passed to a process.
+func (p *parser) noNUL(n *yaml.Node, path, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return p.fail(n, path, "must not contain a NUL character")
+	}
+	return nil
+}

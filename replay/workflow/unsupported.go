@@ -1,0 +1,58 @@
+package workflow
+
+// level says where in a workflow file a key lives.
+type level int
+
+const (
+	levelWorkflow level = iota + 1
+	levelTask
+)
+
+// notSupportedYet lists keys that are valid in Ork or planned for orkwal but
+// not implemented in this build. Parse rejects them with "not supported yet in
+// this version" rather than "unknown key", so that a user knows the file is
+// fine and the build is behind. Remove an entry when its feature lands (and
+// teach Parse the key in the same change).
+var notSupportedYet = map[string]level{
+	// Workflow level.
+	"types":           levelWorkflow,
+	"schedule":        levelWorkflow,
+	"max_active_runs": levelWorkflow,
+	"catchup":         levelWorkflow,
+	"overlap":         levelWorkflow,
+
+	// Task level.
+	"retries":       levelTask,
+	"retry_backoff": levelTask,
+	"timeout":       levelTask,
+	"inputs":        levelTask,
+	"input_type":    levelTask,
+	"output_type":   levelTask,
+	"file":          levelTask,
+	"module":        levelTask,
+	"function":      levelTask,
+	"job":           levelTask, // Ork's cloudrun executor
+	"python":        levelTask,
+	"parallel":      levelTask,
+	"foreach":       levelTask,
+	"concurrency":   levelTask,
+	"on_failure":    levelTask,
+	"mutex":         levelTask,
+	"priority":      levelTask,
+	"delay":         levelTask,
+	"on_interrupt":  levelTask,
+}
+
+// executors this build runs. The first is the default.
+var executors = []string{"process", "noop"}
+
+// executorsNotSupportedYet are executor names Ork accepts that this build
+// cannot run yet.
+var executorsNotSupportedYet = map[string]bool{
+	"python":    true,
+	"library":   true,
+	"cloudrun":  true,
+	"cloud_run": true,
+	"shell":     true, // Ork's alias of process
+	"http":      true,
+}
