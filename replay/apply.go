@@ -168,7 +168,9 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if err != nil {
 		return err
 	}
-	t.Interruptions++
+	if !r.Clean {
+		t.Interruptions++
+	}
 	if t.Interruptions >= MaxInterruptions {
 		t.Error = fmt.Sprintf("interrupted by %d crashes in a row (crash loop); not run again", t.Interruptions)
 		t.ExitCode = -1

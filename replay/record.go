@@ -104,12 +104,14 @@ type TaskFinished struct {
 	At       int64  `msgpack:"at"`
 }
 
-// TaskInterrupted: at boot, the attempt was found in flight (its outcome was
-// never recorded). The task goes back to pending to run again as a new
-// attempt, or fails once it was interrupted more than MaxInterruptions times.
+// TaskInterrupted: the attempt ended without an outcome: found in flight at
+// boot (a crash), or stopped by a clean shutdown (Clean). The task goes back
+// to pending to run again as a new attempt. Crash interruptions count: at
+// MaxInterruptions the task fails instead (a crash loop). Clean ones do not.
 type TaskInterrupted struct {
 	TaskRef
 	Attempt int   `msgpack:"attempt"`
+	Clean   bool  `msgpack:"clean,omitempty"`
 	At      int64 `msgpack:"at"`
 }
 

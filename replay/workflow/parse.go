@@ -302,6 +302,9 @@ func (p *parser) executor(n *yaml.Node, path string) (string, error) {
 	if err != nil || isNull(n) {
 		return "", err
 	}
+	if target, ok := executorAliases[s]; ok {
+		s = target
+	}
 	for _, x := range executors {
 		if s == x {
 			return s, nil

@@ -412,3 +412,14 @@ func dump(s *Spec) string {
 	b.WriteString(" ]}")
 	return b.String()
 }
+
+// Ork calls the process executor "shell"; its files must run unchanged.
+func TestParseShellIsProcess(t *testing.T) {
+	s, err := Parse("ork.yaml", []byte("name: ork\ntasks:\n  a: {executor: shell, command: echo hi}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Tasks[0].Executor; got != "process" {
+		t.Fatalf("executor %q, want process", got)
+	}
+}

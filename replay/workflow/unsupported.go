@@ -46,6 +46,11 @@ var notSupportedYet = map[string]level{
 // executors this build runs. The first is the default.
 var executors = []string{"process", "noop"}
 
+// executorAliases are other names of an executor; Parse stores the target.
+var executorAliases = map[string]string{
+	"shell": "process", // Ork's name for the process executor
+}
+
 // executorsNotSupportedYet are executor names Ork accepts that this build
 // cannot run yet.
 var executorsNotSupportedYet = map[string]bool{
@@ -53,6 +58,5 @@ var executorsNotSupportedYet = map[string]bool{
 	"library":   true,
 	"cloudrun":  true,
 	"cloud_run": true,
-	"shell":     true, // Ork's alias of process
 	"http":      true,
 }

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// PutWorkflow stores spec as the workflow's next version, unless it is the
+// same as the current one (then nothing is written and changed is false).
+func (e *Engine) PutWorkflow(spec *workflow.Spec, source string) (w WorkflowView, changed bool, err error) {
+	v, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
+		if cur, ok := st.Workflows[spec.Name]; ok && cur.Source == source && sameSpec(cur.Spec, spec) {
+			return nil, false, nil
+		}
+		return &replay.WorkflowPut{Spec: spec, Source: source, At: now}, true, nil
+	})
+	if err != nil {
+		return WorkflowView{}, false, err
+	}
+	w, _ = e.Workflow(spec.Name)
+	return w, v.(bool), nil
+}
+
+func sameSpec(a, b *workflow.Spec) bool {
+	ea, err1 := msgpack.Marshal(a)
+	eb, err2 := msgpack.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
+}
+
+// DeleteWorkflow removes a workflow. It is refused while runs of it are not
+// finished.
+func (e *Engine) DeleteWorkflow(name string) error {
+	_, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
+		if _, ok := st.Workflows[name]; !ok {
+			return nil, nil, fmt.Errorf("%w: workflow %q", ErrNotFound, name)
+		}
+		for _, r := range st.RunList {
+			if r.Workflow == name && !r.Status.Finished() {
+				return nil, nil, fmt.Errorf("%w: workflow %q has active run %s", ErrConflict, name, r.ID)
+			}
+		}
+		return &replay.WorkflowDeleted{Name: name, At: now}, nil, nil
+	})
+	return err
+}
+
+// Trigger accepts a run of the workflow's current version and returns its
+// id once the run is durable. params override the workflow's defaults; a
+// param the workflow does not declare is an error.
+func (e *Engine) Trigger(name string, params map[string]string, trigger string) (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("engine: new run id: %w", err)
+	}
+	v, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
+		w, ok := st.Workflows[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: workflow %q", ErrNotFound, name)
+		}
+		merged, err := mergeParams(w.Spec, params)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &replay.RunCreated{ID: id.String(), Workflow: name, Version: w.Version,
+			Params: merged, Trigger: trigger, At: now}, id.String(), nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
+}
+
+func mergeParams(spec *workflow.Spec, given map[string]string) (map[string]string, error) {
+	var unknown []string
+	for k := range given {
+		if _, ok := spec.Params[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		declared := make([]string, 0, len(spec.Params))
+		for k := range spec.Params {
+			declared = append(declared, k)
+		}
+		sort.Strings(declared)
+		return nil, fmt.Errorf("%w: params: unknown %s (workflow %s declares: %s)", ErrInvalid,
+			strings.Join(unknown, ", "), spec.Name, orNone(declared))
+	}
+	if len(spec.Params) == 0 {
+		return nil, nil
+	}
+	merged := make(map[string]string, len(spec.Params))
+	for k, v := range spec.Params {
+		merged[k] = v
+	}
+	for k, v := range given {
+		merged[k] = v
+	}
+	return merged, nil
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}

@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+)
+
+// Config configures an Engine. NewConfig-style defaults are filled by
+// withDefaults; Validate rejects what cannot work.
+type Config struct {
+	DataDir        string
+	MaxConcurrent  int                           // attempts in flight at once; default 16
+	Executors      map[string]executors.Executor // by kind; default process + noop
+	Clock          Clock                         // default WallClock
+	Logger         *slog.Logger                  // default slog.Default()
+	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
+	MaxOutputBytes int64                         // ORKWAL_OUTPUT cap; default 1 MiB
+	SegmentSize    int                           // WAL segment bytes; default wal.DefaultSegmentSize
+	MaxBatch       int                           // events per turn; default 4096
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxConcurrent <= 0 {
+		c.MaxConcurrent = 16
+	}
+	if c.Executors == nil {
+		c.Executors = map[string]executors.Executor{
+			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace}),
+			"noop":    executors.Noop{},
+		}
+	}
+	if c.Clock == nil {
+		c.Clock = WallClock
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.KillGrace <= 0 {
+		c.KillGrace = 10 * time.Second
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = 1 << 20
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 4096
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("engine: data folder not set")
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+// Package engine is orkwal's scheduler: one goroutine that owns the state,
+// turns commands and executor events into records, makes them durable, and
+// only then acts on them.
+//
+// One turn of the loop (see docs/format.md, "Crash safety"):
+//  1. block until an event arrives (a command, an executor event) or ready
+//     work can be dispatched; an idle engine does not wake up;
+//  2. drain the waiting events, up to a cap;
+//  3. under the state's write lock, decide each transition and Apply it at
+//     once (Apply validates before it mutates: a rejected record is answered
+//     as an error and never logged), then dispatch ready tasks into free
+//     slots in creation order, applying those records too;
+//  4. append every record of the turn as one WAL frame: one write, one
+//     fsync, still under the write lock, so readers never see state that is
+//     not durable;
+//  5. release the lock and perform the effects: answer callers, start
+//     executors.
+//
+// Invariants:
+//   - Write ahead: no caller is answered and no executor is started before
+//     the records that say so are durable.
+//   - The state changes only through replay.Apply, live and on boot alike.
+//   - The engine reads the clock; Apply never does.
+//   - At-least-once: on boot every attempt that was in flight is recorded as
+//     interrupted and runs again as a new attempt; its leftover process group
+//     is killed first so that it cannot race the new attempt.
+//   - After a WAL failure the engine is fail-stop: it accepts no more work
+//     and answers commands with ErrUnavailable.
+package engine

@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// Engine runs workflows from a data folder. Create it with Open, start it
+// with Start, stop it with Close.
+type Engine struct {
+	cfg  Config
+	log  *slog.Logger
+	lock *wal.Lock
+	wal  *wal.Log
+
+	mu    sync.RWMutex // guards state: written only by the loop, read by views
+	state *replay.State
+
+	inbox    *inbox
+	stop     chan struct{} // closed by Close: begin shutdown
+	done     chan struct{} // closed when the loop has returned
+	stopping bool          // loop-owned: shutdown begun, dispatch no more
+
+	// Loop-owned.
+	attempts map[string]*attempt // task id → the attempt in flight
+	inflight int
+
+	poison atomic.Pointer[error] // set once the WAL failed: fail-stop
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed and replaced after every commit
+
+	halt chan struct{} // tests only: stop the loop as a crash would
+}
+
+// attempt is an executor's work in flight, known to the loop.
+type attempt struct {
+	ref     replay.TaskRef
+	number  int
+	handle  executors.Handle
+	scratch string
+	stopped bool // the engine asked it to stop (shutdown)
+}
+
+// Open locks the data folder, recovers the WAL, replays it into a fresh
+// state, and records every attempt that was in flight as interrupted (after
+// killing what is left of its process group). It does not start the loop.
+func Open(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("engine: create data folder: %w", err)
+	}
+	lock, err := wal.AcquireLock(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(),
+		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
+		changed: make(chan struct{}), halt: make(chan struct{})}
+	if err := e.recover(); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) recover() error {
+	l, err := wal.Open(filepath.Join(e.cfg.DataDir, "wal"), wal.Options{SegmentSize: e.cfg.SegmentSize, Logger: e.log})
+	if err != nil {
+		return fmt.Errorf("engine: open wal: %w", err)
+	}
+	e.wal = l
+	n, err := Replay(l, e.state)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	e.log.Info("replayed wal", "records", n, "last_index", l.LastIndex(), "runs", len(e.state.Runs))
+	if err := e.interruptInFlight(); err != nil {
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// Replay applies every record of the log to st and returns how many it
+// applied. A record that does not decode or apply stops it with an error
+// naming the WAL index: the log is corrupt and boot must refuse.
+func Replay(l *wal.Log, st *replay.State) (int, error) {
+	n := 0
+	err := l.Replay(1, func(index uint64, payloads [][]byte) error {
+		for i, p := range payloads {
+			rec, err := replay.Decode(p)
+			if err == nil {
+				err = st.Apply(rec)
+			}
+			if err != nil {
+				return fmt.Errorf("engine: replay wal index %d record %d: %w", index, i, err)
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// interruptInFlight is the boot half of at-least-once: every attempt whose
+// outcome was never recorded is killed if anything of it survives, then
+// recorded as interrupted so that it runs again as a new attempt.
+func (e *Engine) interruptInFlight() error {
+	now := e.cfg.Clock.Now().UnixNano()
+	var recs []replay.Record
+	for _, run := range e.state.RunList {
+		if run.Status.Finished() {
+			continue
+		}
+		for _, t := range run.Tasks {
+			if !t.Status.InFlight() {
+				continue
+			}
+			e.killLeftover(t)
+			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
+				Attempt: t.Attempt, At: now})
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := e.commit(recs); err != nil {
+		return err
+	}
+	e.log.Info("re-running attempts interrupted by a crash", "tasks", len(recs))
+	return nil
+}
+
+func (e *Engine) killLeftover(t *replay.Task) {
+	if t.PID <= 1 {
+		return
+	}
+	killed, err := executors.KillGroupIfSame(t.PID, t.StartTime)
+	if err != nil {
+		e.log.Warn("could not kill leftover process group", "task", t.ID(), "pid", t.PID, "err", err)
+	} else if killed {
+		e.log.Info("killed leftover process group of interrupted task", "task", t.ID(), "pid", t.PID)
+	}
+}
+
+// commit applies and logs records outside the loop (boot only).
+func (e *Engine) commit(recs []replay.Record) error {
+	payloads := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		if err := e.state.Apply(r); err != nil {
+			return fmt.Errorf("engine: boot record %s: %w", r.Kind(), err)
+		}
+		p, err := replay.Encode(r)
+		if err != nil {
+			return err
+		}
+		payloads = append(payloads, p)
+	}
+	if _, err := e.wal.Append(payloads); err != nil {
+		return fmt.Errorf("engine: append boot records: %w", err)
+	}
+	return nil
+}
+
+// Start runs the loop in a goroutine.
+func (e *Engine) Start() { go e.loop() }
+
+// Close stops the engine cleanly: it stops accepting commands, asks running
+// attempts to stop, records them as cleanly interrupted (or their real
+// outcome if they finished first), closes the WAL and releases the lock.
+func (e *Engine) Close() error {
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
+	<-e.done
+	err := e.wal.Close()
+	e.lock.Release()
+	return err
+}
+
+// Err returns the WAL failure that stopped the engine, or nil.
+func (e *Engine) Err() error {
+	if p := e.poison.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// StateHash is the hash of the current state (see replay.State.Hash).
+func (e *Engine) StateHash() (uint64, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.state.Hash()
+}
+
+// Changed returns a channel that is closed after the next commit. Wait on it,
+// then re-read the views: a signal, never a poll.
+func (e *Engine) Changed() <-chan struct{} {
+	e.changedMu.Lock()
+	defer e.changedMu.Unlock()
+	return e.changed
+}
+
+func (e *Engine) notify() {
+	e.changedMu.Lock()
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.changedMu.Unlock()
+}
+
+// Done is closed when the loop has stopped.
+func (e *Engine) Done() <-chan struct{} { return e.done }

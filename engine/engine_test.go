@@ -1,0 +1,410 @@
+package engine
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// fakeClock advances one millisecond per reading.
+type fakeClock struct{ n atomic.Int64 }
+
+func (c *fakeClock) Now() time.Time {
+	return time.Unix(1_700_000_000, 0).Add(time.Duration(c.n.Add(1)) * time.Millisecond)
+}
+
+// manual is an executor the test drives: Start hands the job to the test.
+type manual struct {
+	t       *testing.T
+	dataDir string
+	jobs    chan executors.Job
+	mu      sync.Mutex
+	reports map[string]func(executors.Event)
+}
+
+func newManual(t *testing.T, dataDir string) *manual {
+	return &manual{t: t, dataDir: dataDir, jobs: make(chan executors.Job, 1000), reports: map[string]func(executors.Event){}}
+}
+
+type nopHandle struct{ stop func() }
+
+func (h nopHandle) Stop(time.Duration) {
+	if h.stop != nil {
+		h.stop()
+	}
+}
+
+func (m *manual) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
+	m.assertDurable(job)
+	m.mu.Lock()
+	m.reports[job.TaskID] = report
+	m.mu.Unlock()
+	report(executors.Event{Kind: executors.Started, TaskID: job.TaskID, Attempt: job.Attempt})
+	m.jobs <- job
+	return nopHandle{stop: func() {
+		report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt, Err: "stopped"})
+	}}, nil
+}
+
+// assertDurable checks write-ahead: the dispatch of this attempt is already
+// on disk when the executor is asked to start it.
+func (m *manual) assertDurable(job executors.Job) {
+	found := false
+	wal.ReplayDir(filepath.Join(m.dataDir, "wal"), 1, func(_ uint64, ps [][]byte) error {
+		for _, p := range ps {
+			r, _ := replay.Decode(p)
+			if d, ok := r.(*replay.TaskDispatched); ok && d.Run == job.RunID && d.Attempt == job.Attempt {
+				found = true
+			}
+		}
+		return nil
+	})
+	if !found {
+		m.t.Errorf("executor started %s attempt %d before its dispatch was durable", job.TaskID, job.Attempt)
+	}
+}
+
+// next returns the next started job.
+func (m *manual) next() executors.Job {
+	m.t.Helper()
+	select {
+	case j := <-m.jobs:
+		return j
+	case <-time.After(10 * time.Second):
+		m.t.Fatal("no job started")
+		return executors.Job{}
+	}
+}
+
+// none asserts that no job is waiting to start. Only meaningful once the
+// engine has committed everything it was given (see settle).
+func (m *manual) none() {
+	m.t.Helper()
+	select {
+	case j := <-m.jobs:
+		m.t.Fatalf("unexpected job %s started", j.TaskName)
+	default:
+	}
+}
+
+func (m *manual) finish(j executors.Job, ok bool) {
+	m.mu.Lock()
+	report := m.reports[j.TaskID]
+	m.mu.Unlock()
+	ev := executors.Event{Kind: executors.Finished, TaskID: j.TaskID, Attempt: j.Attempt, OK: ok}
+	if !ok {
+		ev.ExitCode, ev.Err = 1, "exit status 1"
+	}
+	report(ev)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func openEngine(t *testing.T, dir string, ex executors.Executor, maxConc int) *Engine {
+	t.Helper()
+	e, err := Open(Config{DataDir: dir, MaxConcurrent: maxConc, Clock: &fakeClock{}, Logger: quiet,
+		Executors: map[string]executors.Executor{"process": ex, "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	e.Start()
+	return e
+}
+
+// crash stops the engine the way kill -9 would: no shutdown records.
+func crash(e *Engine) {
+	close(e.halt)
+	<-e.done
+	e.wal.Close()
+	e.lock.Release()
+}
+
+func diamond(executor string) *workflow.Spec {
+	return &workflow.Spec{Name: "diamond", Tasks: []*workflow.Task{
+		{Name: "a", Executor: executor, Command: []string{"true"}},
+		{Name: "b", Executor: executor, Command: []string{"true"}, DependsOn: []string{"a"}},
+		{Name: "c", Executor: executor, Command: []string{"true"}, DependsOn: []string{"a"}},
+		{Name: "d", Executor: executor, Command: []string{"true"}, DependsOn: []string{"b", "c"}},
+	}}
+}
+
+func flat(name string, n int) *workflow.Spec {
+	s := &workflow.Spec{Name: name}
+	for i := 0; i < n; i++ {
+		s.Tasks = append(s.Tasks, &workflow.Task{Name: string(rune('a' + i)), Executor: "process", Command: []string{"true"}})
+	}
+	return s
+}
+
+func put(t *testing.T, e *Engine, s *workflow.Spec) {
+	t.Helper()
+	if _, _, err := e.PutWorkflow(s, ""); err != nil {
+		t.Fatalf("put %s: %v", s.Name, err)
+	}
+}
+
+func trigger(t *testing.T, e *Engine, name string) string {
+	t.Helper()
+	id, err := e.Trigger(name, nil, "test")
+	if err != nil {
+		t.Fatalf("trigger %s: %v", name, err)
+	}
+	return id
+}
+
+// waitFor blocks until cond holds, woken by commits, never by a timer.
+func waitFor(t *testing.T, e *Engine, what string, cond func() bool) {
+	t.Helper()
+	guard := time.After(10 * time.Second)
+	for {
+		ch := e.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-guard:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func runStatus(e *Engine, id string) string {
+	r, _ := e.Run(id)
+	return r.Status
+}
+
+func finished(e *Engine, id string) func() bool {
+	return func() bool { s := runStatus(e, id); return s == "success" || s == "failed" }
+}
+
+func TestDAGRunsInDependencyOrder(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 8)
+	defer e.Close()
+	put(t, e, diamond("process"))
+	id := trigger(t, e, "diamond")
+	a := m.next()
+	if a.TaskName != "a" || a.Attempt != 1 || a.RunID != id {
+		t.Fatalf("first job %s attempt %d, want a attempt 1", a.TaskName, a.Attempt)
+	}
+	m.finish(a, true)
+	b, c := m.next(), m.next()
+	if b.TaskName != "b" || c.TaskName != "c" {
+		t.Fatalf("after a: %s, %s; want b, c in creation order", b.TaskName, c.TaskName)
+	}
+	m.finish(b, true)
+	waitFor(t, e, "b recorded", func() bool { r, _ := e.Run(id); return r.Tasks[1].Status == "success" })
+	m.none() // d still waits for c
+	m.finish(c, true)
+	d := m.next()
+	if d.TaskName != "d" {
+		t.Fatalf("last job %s, want d", d.TaskName)
+	}
+	m.finish(d, true)
+	waitFor(t, e, "run finished", finished(e, id))
+	if s := runStatus(e, id); s != "success" {
+		t.Fatalf("run %s, want success", s)
+	}
+}
+
+func TestFailedTaskSkipsDownstreamAndFailsRun(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 8)
+	defer e.Close()
+	put(t, e, diamond("process"))
+	id := trigger(t, e, "diamond")
+	m.finish(m.next(), false)
+	waitFor(t, e, "run finished", finished(e, id))
+	r, _ := e.Run(id)
+	want := []string{"failed", "skipped", "skipped", "skipped"}
+	for i, tv := range r.Tasks {
+		if tv.Status != want[i] {
+			t.Errorf("task %s is %s, want %s", tv.Name, tv.Status, want[i])
+		}
+	}
+	if r.Status != "failed" || r.Tasks[0].Error != "exit status 1" {
+		t.Fatalf("run %s, task error %q", r.Status, r.Tasks[0].Error)
+	}
+	m.none()
+}
+
+func TestMaxConcurrentAndCreationOrder(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 2)
+	defer e.Close()
+	put(t, e, flat("five", 5))
+	r1 := trigger(t, e, "five")
+	r2 := trigger(t, e, "five")
+	var order []string
+	j1, j2 := m.next(), m.next()
+	waitFor(t, e, "second run recorded", func() bool { _, err := e.Run(r2); return err == nil })
+	m.none() // two slots, two jobs
+	order = append(order, j1.RunID+j1.TaskName, j2.RunID+j2.TaskName)
+	inflight := []executors.Job{j1, j2}
+	for len(inflight) > 0 {
+		m.finish(inflight[0], true)
+		inflight = inflight[1:]
+		if len(order) < 10 {
+			j := m.next()
+			order = append(order, j.RunID+j.TaskName)
+			inflight = append(inflight, j)
+		}
+	}
+	var want []string
+	for _, r := range []string{r1, r2} {
+		for _, n := range "abcde" {
+			want = append(want, r+string(n))
+		}
+	}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("start %d was %s, want %s (creation order)", i, order[i], want[i])
+		}
+	}
+	waitFor(t, e, "both runs finished", func() bool { return finished(e, r1)() && finished(e, r2)() })
+}
+
+func TestReplayedStateEqualsLiveState(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, executors.Noop{}, 4)
+	put(t, e, diamond("noop"))
+	put(t, e, flat("other", 3))
+	var ids []string
+	for i := 0; i < 30; i++ {
+		ids = append(ids, trigger(t, e, []string{"diamond", "other"}[i%2]))
+	}
+	waitFor(t, e, "all runs finished", func() bool {
+		for _, id := range ids {
+			if runStatus(e, id) != "success" {
+				return false
+			}
+		}
+		return true
+	})
+	live, err := e.StateHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := replay.New()
+	l, _ := wal.Open(filepath.Join(dir, "wal"), wal.Options{Logger: quiet})
+	if _, err := Replay(l, replayed); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if got, _ := replayed.Hash(); got != live {
+		t.Fatalf("replayed state hash %x, live %x", got, live)
+	}
+	e.Close()
+	e2 := openEngine(t, dir, executors.Noop{}, 4)
+	defer e2.Close()
+	if got, _ := e2.StateHash(); got != live {
+		t.Fatalf("state after reboot %x, live %x", got, live)
+	}
+}
+
+func TestCrashReRunsInFlightTaskAsNewAttempt(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 8)
+	put(t, e, diamond("process"))
+	id := trigger(t, e, "diamond")
+	a := m.next()
+	waitFor(t, e, "a running", func() bool { r, _ := e.Run(id); return r.Tasks[0].Status == "running" })
+	crash(e)
+
+	m2 := newManual(t, dir)
+	e2 := openEngine(t, dir, m2, 8)
+	defer e2.Close()
+	a2 := m2.next()
+	if a2.TaskName != "a" || a2.Attempt != 2 || a2.TaskID != a.TaskID {
+		t.Fatalf("after crash: %s attempt %d, want a attempt 2", a2.TaskName, a2.Attempt)
+	}
+	r, _ := e2.Run(id)
+	if r.Tasks[0].Interruptions != 1 {
+		t.Fatalf("interruptions %d, want 1", r.Tasks[0].Interruptions)
+	}
+	m2.finish(a2, true)
+	for i := 0; i < 3; i++ {
+		m2.finish(m2.next(), true)
+	}
+	waitFor(t, e2, "run finished", finished(e2, id))
+	if s := runStatus(e2, id); s != "success" {
+		t.Fatalf("run %s after crash, want success", s)
+	}
+}
+
+func TestCleanShutdownIsNotACrash(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 8)
+	put(t, e, diamond("process"))
+	id := trigger(t, e, "diamond")
+	m.next()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2 := newManual(t, dir)
+	e2 := openEngine(t, dir, m2, 8)
+	defer e2.Close()
+	if a := m2.next(); a.Attempt != 2 {
+		t.Fatalf("attempt %d after clean restart, want 2", a.Attempt)
+	}
+	if r, _ := e2.Run(id); r.Tasks[0].Interruptions != 0 {
+		t.Fatalf("a clean shutdown counted as a crash interruption")
+	}
+}
+
+func TestBadCommandsWriteNothing(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, executors.Noop{}, 4)
+	defer e.Close()
+	s := diamond("noop")
+	s.Params = map[string]string{"day": "mon"}
+	put(t, e, s)
+	before := e.wal.LastIndex()
+	if _, err := e.Trigger("nope", nil, "test"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown workflow: %v, want ErrNotFound", err)
+	}
+	if _, err := e.Trigger("diamond", map[string]string{"dya": "x"}, "test"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown param: %v, want ErrInvalid", err)
+	}
+	if err := e.DeleteWorkflow("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("delete unknown: %v", err)
+	}
+	if _, changed, err := e.PutWorkflow(s, ""); err != nil || changed {
+		t.Errorf("same workflow again: changed=%v err=%v, want unchanged", changed, err)
+	}
+	if after := e.wal.LastIndex(); after != before {
+		t.Fatalf("bad commands wrote %d frames", after-before)
+	}
+	id, err := e.Trigger("diamond", map[string]string{"day": "tue"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := e.Run(id); r.Params["day"] != "tue" {
+		t.Fatalf("params %v, want day=tue", r.Params)
+	}
+}
+
+func TestSecondEngineOnSameFolderRefused(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, executors.Noop{}, 1)
+	defer e.Close()
+	if _, err := Open(Config{DataDir: dir, Logger: quiet}); !errors.Is(err, wal.ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+}

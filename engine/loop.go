@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+)
+
+// event is one thing the loop reacts to: a command or an executor report.
+type event struct {
+	cmd  *command
+	exec *executors.Event
+}
+
+// command is a request from a caller. decide runs on the loop under the
+// write lock and returns at most one record to apply and log; value is what
+// the caller gets once that record is durable.
+type command struct {
+	decide func(st *replay.State, now int64) (rec replay.Record, value any, err error)
+	reply  chan result
+}
+
+type result struct {
+	value any
+	err   error
+}
+
+// turnOutput is what one turn decided: records to log and effects to run
+// once they are durable.
+type turnOutput struct {
+	recs     []replay.Record
+	replies  []pendingReply
+	starts   []*start
+	scratch  []string // scratch folders of finished attempts, removed after commit
+	progress bool     // something was dispatched or decided
+}
+
+type pendingReply struct {
+	cmd *command
+	res result
+}
+
+type start struct {
+	att *attempt
+	ex  executors.Executor
+	job executors.Job
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	stop := e.stop
+	var evs []event
+	idle := false
+	for {
+		if idle && e.inbox.empty() {
+			if e.stopping && e.inflight == 0 {
+				return
+			}
+			select {
+			case <-e.inbox.signal:
+			case <-stop:
+			case <-e.halt:
+				return
+			}
+		}
+		select {
+		case <-e.halt:
+			return
+		case <-stop:
+			stop = nil
+			e.beginShutdown()
+		default:
+		}
+		evs = e.inbox.drain(e.cfg.MaxBatch, evs[:0])
+		out := e.turn(evs)
+		e.effects(out)
+		idle = !out.progress || !e.canDispatch()
+		if e.stopping && e.inflight == 0 && e.inbox.empty() {
+			return
+		}
+	}
+}
+
+func (e *Engine) canDispatch() bool {
+	return !e.stopping && e.poison.Load() == nil &&
+		e.inflight < e.cfg.MaxConcurrent && e.state.ReadyCount() > 0
+}
+
+// turn decides and applies everything evs imply plus the dispatches that
+// fit, then makes them durable. See the package doc.
+func (e *Engine) turn(evs []event) *turnOutput {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := &turnOutput{}
+	now := e.cfg.Clock.Now().UnixNano()
+	for _, ev := range evs {
+		if ev.cmd != nil {
+			e.decideCommand(ev.cmd, now, out)
+		} else {
+			e.decideExec(ev.exec, now, out)
+		}
+	}
+	if e.canDispatch() {
+		e.dispatch(now, out)
+	}
+	if len(out.recs) > 0 {
+		e.append(out)
+	}
+	return out
+}
+
+func (e *Engine) decideCommand(c *command, now int64, out *turnOutput) {
+	if err := e.refuseWork(); err != nil {
+		out.replies = append(out.replies, pendingReply{c, result{err: err}})
+		return
+	}
+	rec, value, err := c.decide(e.state, now)
+	if err == nil && rec != nil {
+		if err = e.state.Apply(rec); err != nil {
+			err = fmt.Errorf("%w: %v", ErrConflict, err)
+		}
+	}
+	if err == nil && rec != nil {
+		out.recs = append(out.recs, rec)
+		out.progress = true
+	}
+	out.replies = append(out.replies, pendingReply{c, result{value, err}})
+}
+
+// refuseWork says why no new work is accepted, if it is not.
+func (e *Engine) refuseWork() error {
+	if p := e.poison.Load(); p != nil {
+		return fmt.Errorf("%w: the write-ahead log failed, no more work is accepted until restart: %v", ErrUnavailable, *p)
+	}
+	if e.stopping {
+		return fmt.Errorf("%w: shutting down", ErrUnavailable)
+	}
+	return nil
+}
+
+// decideExec turns an executor report about a known attempt into a record.
+func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
+	a := e.attempts[ev.TaskID]
+	if a == nil || a.number != ev.Attempt {
+		e.log.Debug("report for an attempt no longer in flight", "task", ev.TaskID, "attempt", ev.Attempt)
+		return
+	}
+	var rec replay.Record
+	switch {
+	case ev.Kind == executors.Started:
+		rec = &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now}
+	case a.stopped && !ev.OK:
+		rec = &replay.TaskInterrupted{TaskRef: a.ref, Attempt: a.number, Clean: true, At: now}
+	default:
+		rec = &replay.TaskFinished{TaskRef: a.ref, Attempt: a.number, OK: ev.OK, ExitCode: ev.ExitCode,
+			Error: ev.Err, Output: ev.Output, At: now}
+	}
+	if err := e.state.Apply(rec); err != nil {
+		e.log.Warn("executor report does not apply", "task", ev.TaskID, "err", err)
+		return
+	}
+	out.recs = append(out.recs, rec)
+	out.progress = true
+	if ev.Kind == executors.Finished {
+		delete(e.attempts, ev.TaskID)
+		e.inflight--
+		out.scratch = append(out.scratch, a.scratch)
+	}
+}
+
+// dispatch hands ready tasks to executors, in creation order, while slots
+// are free.
+func (e *Engine) dispatch(now int64, out *turnOutput) {
+	free := e.cfg.MaxConcurrent - e.inflight
+	picked := make([]*replay.Task, 0, min(free, e.state.ReadyCount()))
+	e.state.EachReady(func(t *replay.Task) bool {
+		picked = append(picked, t)
+		return len(picked) < free
+	})
+	for _, t := range picked {
+		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
+		if err := e.state.Apply(rec); err != nil {
+			e.log.Error("dispatch does not apply", "task", t.ID(), "err", err)
+			continue
+		}
+		out.recs = append(out.recs, rec)
+		out.progress = true
+		out.starts = append(out.starts, e.prepare(t))
+		e.inflight++
+	}
+}
+
+// append makes the turn's records durable. On failure the engine becomes
+// fail-stop: no reply says success and no executor starts.
+func (e *Engine) append(out *turnOutput) {
+	payloads := make([][]byte, 0, len(out.recs))
+	var err error
+	for _, r := range out.recs {
+		var p []byte
+		if p, err = replay.Encode(r); err != nil {
+			break
+		}
+		payloads = append(payloads, p)
+	}
+	if err == nil {
+		_, err = e.wal.Append(payloads)
+	}
+	if err == nil {
+		return
+	}
+	e.poison.CompareAndSwap(nil, &err)
+	e.log.Error("engine is fail-stop: the write-ahead log failed", "err", err)
+	unavailable := fmt.Errorf("%w: the write-ahead log failed: %v", ErrUnavailable, err)
+	for i := range out.replies {
+		if out.replies[i].res.err == nil {
+			out.replies[i].res = result{err: unavailable}
+		}
+	}
+	out.starts = nil
+}
+
+// effects runs what the durable records allow: replies, then starts.
+func (e *Engine) effects(out *turnOutput) {
+	if len(out.recs) > 0 {
+		e.notify()
+	}
+	for _, r := range out.replies {
+		r.cmd.reply <- r.res
+	}
+	for _, s := range out.starts {
+		e.launch(s)
+	}
+	for _, dir := range out.scratch {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+func (e *Engine) launch(s *start) {
+	e.attempts[s.job.TaskID] = s.att
+	if s.ex == nil {
+		e.reportStartFailure(s.job, errors.New("no executor for this task's kind"))
+		return
+	}
+	h, err := s.ex.Start(s.job, e.report)
+	if err != nil {
+		e.reportStartFailure(s.job, err)
+		return
+	}
+	s.att.handle = h
+}
+
+// reportStartFailure records an attempt that could not be launched as a
+// failure through the inbox, like any other outcome.
+func (e *Engine) reportStartFailure(job executors.Job, err error) {
+	e.report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt,
+		ExitCode: -1, Err: "could not start: " + err.Error()})
+}
+
+func (e *Engine) report(ev executors.Event) { e.inbox.push(event{exec: &ev}) }
+
+// beginShutdown stops dispatching and asks every attempt to stop.
+func (e *Engine) beginShutdown() {
+	e.stopping = true
+	for _, a := range e.attempts {
+		a.stopped = true
+		if a.handle != nil {
+			a.handle.Stop(e.cfg.KillGrace)
+		}
+	}
+}
+
+// do submits a command and waits for its durable outcome.
+func (e *Engine) do(decide func(*replay.State, int64) (replay.Record, any, error)) (any, error) {
+	c := &command{decide: decide, reply: make(chan result, 1)}
+	select {
+	case <-e.done:
+		return nil, fmt.Errorf("%w: engine stopped", ErrUnavailable)
+	default:
+	}
+	e.inbox.push(event{cmd: c})
+	select {
+	case r := <-c.reply:
+		return r.value, r.err
+	case <-e.done:
+		return nil, fmt.Errorf("%w: engine stopped", ErrUnavailable)
+	}
+}

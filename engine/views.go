@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// Views are copies of the state taken under the read lock: callers may keep
+// and encode them freely. Their JSON is the API's.
+
+// WorkflowView is a workflow's current version.
+type WorkflowView struct {
+	Name        string            `json:"name"`
+	Version     int               `json:"version"`
+	Description string            `json:"description,omitempty"`
+	Params      map[string]string `json:"params,omitempty"`
+	Tasks       []*workflow.Task  `json:"tasks"`
+	Source      string            `json:"source,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+}
+
+// RunView is a run and, when asked for, its tasks.
+type RunView struct {
+	ID         string            `json:"id"`
+	Workflow   string            `json:"workflow"`
+	Version    int               `json:"version"`
+	Status     string            `json:"status"`
+	Trigger    string            `json:"trigger,omitempty"`
+	Params     map[string]string `json:"params,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	StartedAt  *time.Time        `json:"started_at,omitempty"`
+	FinishedAt *time.Time        `json:"finished_at,omitempty"`
+	Tasks      []TaskView        `json:"tasks,omitempty"`
+}
+
+// TaskView is one task of a run.
+type TaskView struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	Status        string          `json:"status"`
+	Attempt       int             `json:"attempt"`
+	DependsOn     []string        `json:"depends_on,omitempty"`
+	Interruptions int             `json:"interruptions,omitempty"`
+	PID           int             `json:"pid,omitempty"`
+	ExitCode      *int            `json:"exit_code,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	Output        json.RawMessage `json:"output,omitempty"`
+	DispatchedAt  *time.Time      `json:"dispatched_at,omitempty"`
+	StartedAt     *time.Time      `json:"started_at,omitempty"`
+	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+}
+
+func ts(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func tsp(ns int64) *time.Time {
+	if ns == 0 {
+		return nil
+	}
+	t := ts(ns)
+	return &t
+}
+
+func viewWorkflow(w *replay.Workflow) WorkflowView {
+	return WorkflowView{Name: w.Name, Version: w.Version, Description: w.Spec.Description,
+		Params: w.Spec.Params, Tasks: w.Spec.Tasks, Source: w.Source,
+		CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
+}
+
+func viewRun(r *replay.Run, withTasks bool) RunView {
+	v := RunView{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Status: string(r.Status),
+		Trigger: r.Trigger, Params: r.Params, CreatedAt: ts(r.CreatedAt),
+		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt)}
+	if withTasks {
+		v.Tasks = make([]TaskView, len(r.Tasks))
+		for i, t := range r.Tasks {
+			v.Tasks[i] = viewTask(t)
+		}
+	}
+	return v
+}
+
+func viewTask(t *replay.Task) TaskView {
+	v := TaskView{ID: t.ID(), Name: t.Name, Status: string(t.Status), Attempt: t.Attempt,
+		DependsOn: t.Spec().DependsOn, Interruptions: t.Interruptions, PID: t.PID,
+		Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
+		FinishedAt: tsp(t.FinishedAt)}
+	if t.Status == replay.Success || t.Status == replay.Failed {
+		code := t.ExitCode
+		v.ExitCode = &code
+	}
+	if len(t.Output) > 0 {
+		v.Output = json.RawMessage(t.Output)
+	}
+	if t.Status.InFlight() {
+		v.PID = t.PID
+	} else {
+		v.PID = 0
+	}
+	return v
+}
+
+// Workflows lists the current workflows by name.
+func (e *Engine) Workflows() []WorkflowView {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	out := make([]WorkflowView, 0, len(e.state.Workflows))
+	for _, w := range e.state.Workflows {
+		out = append(out, viewWorkflow(w))
+	}
+	sortWorkflows(out)
+	return out
+}
+
+// Workflow returns one workflow's current version.
+func (e *Engine) Workflow(name string) (WorkflowView, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	w, ok := e.state.Workflows[name]
+	if !ok {
+		return WorkflowView{}, fmt.Errorf("%w: workflow %q", ErrNotFound, name)
+	}
+	return viewWorkflow(w), nil
+}
+
+// RunFilter selects runs; zero fields match everything.
+type RunFilter struct {
+	Workflow string
+	Limit    int // newest first; 0 = no limit
+}
+
+// Runs lists runs newest first, without their tasks.
+func (e *Engine) Runs(f RunFilter) []RunView {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var out []RunView
+	for i := len(e.state.RunList) - 1; i >= 0; i-- {
+		r := e.state.RunList[i]
+		if f.Workflow != "" && r.Workflow != f.Workflow {
+			continue
+		}
+		out = append(out, viewRun(r, false))
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+	}
+	return out
+}
+
+// Run returns a run with its tasks.
+func (e *Engine) Run(id string) (RunView, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r, ok := e.state.Runs[id]
+	if !ok {
+		return RunView{}, fmt.Errorf("%w: run %q", ErrNotFound, id)
+	}
+	return viewRun(r, true), nil
+}
+
+// TaskLog returns the log file path of a task's attempt (0 = the latest).
+func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r, ok := e.state.Runs[runID]
+	if !ok {
+		return "", fmt.Errorf("%w: run %q", ErrNotFound, runID)
+	}
+	for _, t := range r.Tasks {
+		if t.Name != task {
+			continue
+		}
+		if attempt == 0 {
+			attempt = t.Attempt
+		}
+		if attempt < 1 || attempt > t.Attempt {
+			return "", fmt.Errorf("%w: task %s of run %s has no attempt %d (attempts so far: %d)", ErrNotFound, task, runID, attempt, t.Attempt)
+		}
+		return LogPath(e.cfg.DataDir, runID, task, attempt), nil
+	}
+	return "", fmt.Errorf("%w: run %s has no task %q", ErrNotFound, runID, task)
+}
+
+func sortWorkflows(ws []WorkflowView) {
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
+}
