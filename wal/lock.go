@@ -13,6 +13,19 @@ import (
 // LockFileName is the advisory lock file in a data folder.
 const LockFileName = "LOCK"
 
+// LockedError says which process holds a data folder. It matches ErrLocked.
+type LockedError struct {
+	Dir string
+	PID string // as written in the lock file; "unknown" if unreadable
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("data folder %s is in use by pid %s", e.Dir, e.PID)
+}
+
+// Is makes errors.Is(err, ErrLocked) hold.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
 // Lock holds the advisory lock on a data folder: one writer at a time.
 type Lock struct{ f *os.File }
 
@@ -30,7 +43,7 @@ func AcquireLock(dir string) (*Lock, error) {
 		pid := readPID(f)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: data folder %s is in use by pid %s", ErrLocked, dir, pid)
+			return nil, &LockedError{Dir: dir, PID: pid}
 		}
 		return nil, fmt.Errorf("wal: lock %s: %w", path, err)
 	}

@@ -187,3 +187,11 @@ func (h *minHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// ValidName reports whether s is a valid workflow, task or parameter name:
+// letters, digits, '_', '.' and '-', starting with a letter or digit, at most
+// 128 bytes. Such a name is always safe as one path element.
+func ValidName(s string) bool { return validName(s) }
+
+// NameRule describes ValidName for error messages.
+const NameRule = nameRule

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/wal"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type fixture struct {
+	t   *testing.T
+	dir string
+	eng *engine.Engine
+	srv *httptest.Server
+}
+
+func newFixture(t *testing.T) *fixture {
+	dir := t.TempDir()
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet,
+		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start()
+	srv := httptest.NewServer(New(eng, quiet))
+	t.Cleanup(func() { srv.Close(); eng.Close() })
+	return &fixture{t: t, dir: dir, eng: eng, srv: srv}
+}
+
+func (f *fixture) do(method, path, body string) (int, string) {
+	f.t.Helper()
+	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// walFrames counts the frames on disk.
+func (f *fixture) walFrames() int {
+	n := 0
+	wal.ReplayDir(filepath.Join(f.dir, "wal"), 1, func(uint64, [][]byte) error { n++; return nil })
+	return n
+}
+
+const dag = `name: dag
+params: {greeting: hello}
+tasks:
+  first: {command: "echo $ORKWAL_TASK_NAME"}
+  second: {command: "cat $ORKWAL_INPUT", depends_on: [first]}
+  third: {command: "echo third", depends_on: [second]}
+`
+
+func (f *fixture) waitRun(id string) engine.RunView {
+	f.t.Helper()
+	guard := time.After(20 * time.Second)
+	for {
+		ch := f.eng.Changed()
+		r, err := f.eng.Run(id)
+		if err == nil && (r.Status == "success" || r.Status == "failed") {
+			return r
+		}
+		select {
+		case <-ch:
+		case <-guard:
+			f.t.Fatalf("run %s did not finish", id)
+		}
+	}
+}
+
+func TestWorkflowLifecycleAndRun(t *testing.T) {
+	f := newFixture(t)
+	if code, body := f.do("POST", "/workflows", dag); code != 201 || !strings.Contains(body, `"version": 1`) {
+		t.Fatalf("put: %d %s", code, body)
+	}
+	if code, _ := f.do("POST", "/workflows", dag); code != 200 {
+		t.Fatalf("same workflow again: %d, want 200 (unchanged)", code)
+	}
+	code, body := f.do("POST", "/workflows/dag/runs", `{"params": {"greeting": "hi"}}`)
+	if code != 201 {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	var created struct{ ID string }
+	json.Unmarshal([]byte(body), &created)
+	run := f.waitRun(created.ID)
+	if run.Status != "success" || len(run.Tasks) != 3 {
+		t.Fatalf("run %s with %d tasks", run.Status, len(run.Tasks))
+	}
+	for i := 1; i < 3; i++ {
+		if run.Tasks[i].StartedAt.Before(*run.Tasks[i-1].FinishedAt) {
+			t.Fatalf("task %s started before %s finished", run.Tasks[i].Name, run.Tasks[i-1].Name)
+		}
+	}
+	code, body = f.do("GET", "/runs/"+created.ID+"/tasks/second/logs", "")
+	if code != 200 || !strings.Contains(body, `"greeting":"hi"`) {
+		t.Fatalf("logs of second: %d %q, want its ORKWAL_INPUT with the param", code, body)
+	}
+	if code, body = f.do("GET", "/runs/"+created.ID+"/tasks", ""); code != 200 || !strings.Contains(body, `"attempt": 1`) {
+		t.Fatalf("tasks: %d %s", code, body)
+	}
+	if code, body = f.do("GET", "/runs?workflow=dag&limit=1", ""); code != 200 || !strings.Contains(body, created.ID) {
+		t.Fatalf("runs: %d %s", code, body)
+	}
+	if code, _ = f.do("DELETE", "/workflows/dag", ""); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	if code, _ = f.do("GET", "/workflows/dag", ""); code != 404 {
+		t.Fatalf("get after delete: %d", code)
+	}
+}
+
+// TestBadInputWritesNothing: every row is rejected with its status and a
+// message naming what is wrong, and no frame reaches the WAL.
+func TestBadInputWritesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.do("POST", "/workflows", dag)
+	before := f.walFrames()
+	rows := []struct {
+		name, method, path, body string
+		status                   int
+		msg                      string
+	}{
+		{"malformed yaml", "POST", "/workflows", "name: [x\ntasks:", 400, "yaml"},
+		{"cycle", "POST", "/workflows", "name: c\ntasks:\n  a: {command: x, depends_on: [b]}\n  b: {command: x, depends_on: [a]}\n", 400, "dependency cycle"},
+		{"unknown dependency", "POST", "/workflows", "name: u\ntasks:\n  a: {command: x, depends_on: [nope]}\n", 400, `tasks.a.depends_on: unknown task "nope"`},
+		{"unknown key", "POST", "/workflows", "name: u\ntasks:\n  a: {comand: x}\n", 400, "tasks.a.comand: unknown key"},
+		{"too large", "POST", "/workflows", strings.Repeat("#", MaxWorkflowBytes+1), 413, "limit"},
+		{"unknown workflow", "POST", "/workflows/nope/runs", "", 404, `workflow "nope"`},
+		{"bad json", "POST", "/workflows/dag/runs", `{"params": `, 400, "request body"},
+		{"unknown field", "POST", "/workflows/dag/runs", `{"parms": {}}`, 400, "parms"},
+		{"object param", "POST", "/workflows/dag/runs", `{"params": {"greeting": {}}}`, 400, "params.greeting"},
+		{"undeclared param", "POST", "/workflows/dag/runs", `{"params": {"x": "1"}}`, 400, "unknown x"},
+		{"bad name", "POST", "/workflows/..%2fetc/runs", "", 400, "workflow name"},
+		{"bad run id", "GET", "/runs/nope", "", 400, "not a run id"},
+		{"unknown run", "GET", "/runs/01a20513-4449-7a72-88e6-f0b8c447588e", "", 404, "run"},
+		{"bad limit", "GET", "/runs?limit=-1", "", 400, "limit"},
+		{"delete unknown", "DELETE", "/workflows/nope", "", 404, "nope"},
+		{"no endpoint", "GET", "/nope", "", 404, "no endpoint"},
+	}
+	for _, r := range rows {
+		code, body := f.do(r.method, r.path, r.body)
+		var e struct{ Error string }
+		if err := json.Unmarshal([]byte(body), &e); err != nil {
+			t.Errorf("%s: body is not a JSON error: %q", r.name, body)
+		}
+		if code != r.status || !strings.Contains(e.Error, r.msg) {
+			t.Errorf("%s: %d %q, want %d containing %q", r.name, code, e.Error, r.status, r.msg)
+		}
+	}
+	if after := f.walFrames(); after != before {
+		t.Fatalf("bad input wrote %d WAL frames", after-before)
+	}
+}
+
+func TestDeleteRefusedWhileRunActive(t *testing.T) {
+	f := newFixture(t)
+	f.do("POST", "/workflows", "name: slow\ntasks:\n  s: {command: sleep 30}\n")
+	f.do("POST", "/workflows/slow/runs", "")
+	if code, body := f.do("DELETE", "/workflows/slow", ""); code != 409 || !strings.Contains(body, "active run") {
+		t.Fatalf("delete with an active run: %d %s", code, body)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	f := newFixture(t)
+	if code, body := f.do("GET", "/healthz", ""); code != 200 || !strings.Contains(body, "ok") {
+		t.Fatalf("healthz: %d %s", code, body)
+	}
+}

@@ -1,0 +1,58 @@
+// Command orkwal is the workflow orchestrator: `orkwal run` starts the daemon,
+// the other commands are clients of its HTTP API (validate works offline).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes, documented in the README.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // the command failed, or the run it waited for did not succeed
+	exitUsage    = 2 // bad flags or arguments
+	exitNotFound = 3 // the workflow, run or task does not exist
+	exitServer   = 4 // the daemon could not be reached or answered 5xx
+)
+
+// exitError carries an exit code through urfave/cli.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitf(code int, format string, args ...any) error {
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	app := newApp()
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "orkwal:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(exitFailure)
+	}
+}
+
+func newApp() *cli.App {
+	app := &cli.App{
+		Name:                 "orkwal",
+		Usage:                "a database-free workflow orchestrator",
+		EnableBashCompletion: true,
+		Commands:             append([]*cli.Command{runCommand()}, clientCommands()...),
+		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
+			return &exitError{code: exitUsage, err: err}
+		},
+	}
+	return app
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/orkwal/orkwal/api"
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+// DefaultDataDir is where `orkwal run` keeps its state when --data is not set.
+const DefaultDataDir = "orkwal-data"
+
+// DefaultAddr is the API's default listen address: loopback only.
+const DefaultAddr = "127.0.0.1:7777"
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "start the daemon on a data folder",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data", Value: DefaultDataDir, EnvVars: []string{"ORKWAL_DATA"}, Usage: "data folder (WAL, logs)"},
+			&cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"}, Usage: "API listen address"},
+			&cli.StringFlag{Name: "workflows", Usage: "load every *.yaml/*.yml in this folder at boot, recording those that changed"},
+			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
+			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks"},
+		},
+		Action: runDaemon,
+	}
+}
+
+func newLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, exitf(exitUsage, "--log-format: %q is not text or json", format)
+}
+
+func runDaemon(c *cli.Context) error {
+	logger, err := newLogger(c.String("log-format"))
+	if err != nil {
+		return err
+	}
+	specs, err := loadWorkflowDir(c.String("workflows"))
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	if c.Int("max-concurrent") < 1 {
+		return exitf(exitUsage, "--max-concurrent must be at least 1")
+	}
+	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), MaxConcurrent: c.Int("max-concurrent"),
+		Logger: logger, KillGrace: c.Duration("kill-grace")})
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		eng.Close()
+		return exitf(exitFailure, "listen: %v", err)
+	}
+	eng.Start()
+	if err := applyWorkflows(eng, specs, logger); err != nil {
+		eng.Close()
+		return exitf(exitFailure, "%v", err)
+	}
+	return serve(eng, ln, logger)
+}
+
+// serve runs the API until SIGTERM or SIGINT, then shuts down cleanly:
+// stop accepting, stop children, close the WAL.
+func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger) error {
+	srv := &http.Server{Handler: api.New(eng, logger), ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("orkwal is serving", "addr", "http://"+ln.Addr().String(), "pid", os.Getpid())
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-errc:
+		eng.Close()
+		return exitf(exitFailure, "serve: %v", err)
+	}
+	shutCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	srv.Shutdown(shutCtx)
+	if err := eng.Close(); err != nil {
+		return exitf(exitFailure, "close: %v", err)
+	}
+	logger.Info("stopped cleanly")
+	return nil
+}
+
+// loadedWorkflow is one parsed file of --workflows.
+type loadedWorkflow struct {
+	file   string
+	spec   *workflow.Spec
+	source string
+}
+
+// loadWorkflowDir parses every *.yaml and *.yml in dir (sorted by name). Any
+// invalid file fails the whole load, naming each bad file.
+func loadWorkflowDir(dir string) ([]loadedWorkflow, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--workflows: %w", err)
+	}
+	var out []loadedWorkflow
+	var problems []string
+	seen := map[string]string{}
+	for _, de := range entries {
+		ext := filepath.Ext(de.Name())
+		if de.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		file := filepath.Join(dir, de.Name())
+		data, err := os.ReadFile(file)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		spec, err := workflow.Parse(file, data)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if prev, dup := seen[spec.Name]; dup {
+			problems = append(problems, fmt.Sprintf("%s: name: workflow %q is also defined in %s", file, spec.Name, prev))
+			continue
+		}
+		seen[spec.Name] = file
+		out = append(out, loadedWorkflow{file: file, spec: spec, source: string(data)})
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return nil, fmt.Errorf("invalid workflow files, nothing loaded:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return out, nil
+}
+
+func applyWorkflows(eng *engine.Engine, specs []loadedWorkflow, logger *slog.Logger) error {
+	for _, w := range specs {
+		view, changed, err := eng.PutWorkflow(w.spec, w.source)
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.file, err)
+		}
+		if changed {
+			logger.Info("workflow recorded", "name", view.Name, "version", view.Version, "file", w.file)
+		}
+	}
+	return nil
+}
