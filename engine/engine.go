@@ -65,6 +65,10 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFormat(cfg.DataDir); err != nil {
+		lock.Release()
+		return nil, err
+	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(),
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
 		changed: make(chan struct{}), halt: make(chan struct{})}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -406,5 +408,16 @@ func TestSecondEngineOnSameFolderRefused(t *testing.T) {
 	defer e.Close()
 	if _, err := Open(Config{DataDir: dir, Logger: quiet}); !errors.Is(err, wal.ErrLocked) {
 		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+}
+
+func TestForeignFormatRefused(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, executors.Noop{}, 1)
+	e.Close()
+	os.WriteFile(filepath.Join(dir, FormatFile), []byte("orkwal-data 99\n"), 0o644)
+	_, err := Open(Config{DataDir: dir, Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), `has format "orkwal-data 99"`) {
+		t.Fatalf("open of a foreign format: %v", err)
 	}
 }

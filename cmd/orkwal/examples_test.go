@@ -1,0 +1,66 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+)
+
+// TestBundledExamples loads examples/ the way `orkwal run --workflows
+// examples` does and runs every workflow to the outcome its file documents.
+func TestBundledExamples(t *testing.T) {
+	want := map[string]string{"hello": "success", "etl": "success", "flaky-deploy": "failed", "ork-style": "success"}
+	specs, err := loadWorkflowDir("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != len(want) {
+		t.Fatalf("loaded %d examples, the test knows %d: add the new one here", len(specs), len(want))
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(engine.Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start()
+	defer eng.Close()
+	if err := applyWorkflows(eng, specs, quiet); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for name := range want {
+		if ids[name], err = eng.Trigger(name, nil, "test"); err != nil {
+			t.Fatalf("trigger %s: %v", name, err)
+		}
+	}
+	guard := time.After(30 * time.Second)
+	for name, id := range ids {
+		for {
+			ch := eng.Changed()
+			r, _ := eng.Run(id)
+			if r.Status == "success" || r.Status == "failed" {
+				if r.Status != want[name] {
+					t.Errorf("example %s ended %s, want %s: %+v", name, r.Status, want[name], r.Tasks)
+				}
+				break
+			}
+			select {
+			case <-ch:
+			case <-guard:
+				t.Fatalf("example %s did not finish", name)
+			}
+		}
+	}
+	r, _ := eng.Run(ids["flaky-deploy"])
+	for _, task := range r.Tasks {
+		if task.Name == "release" && task.Status != "skipped" {
+			t.Errorf("release is %s, want skipped after the failed health check", task.Status)
+		}
+		if task.Name == "migrate" && task.Status != "success" {
+			t.Errorf("migrate is %s: tasks on other branches must still run", task.Status)
+		}
+	}
+}
