@@ -38,7 +38,8 @@ type Engine struct {
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced after every commit
 
-	halt chan struct{} // tests only: stop the loop as a crash would
+	halt    chan struct{} // tests only: stop the loop as a crash would
+	started atomic.Bool
 }
 
 // attempt is an executor's work in flight, known to the loop.
@@ -179,8 +180,12 @@ func (e *Engine) commit(recs []replay.Record) error {
 	return nil
 }
 
-// Start runs the loop in a goroutine.
-func (e *Engine) Start() { go e.loop() }
+// Start runs the loop in a goroutine. It may be called once.
+func (e *Engine) Start() {
+	if e.started.CompareAndSwap(false, true) {
+		go e.loop()
+	}
+}
 
 // Close stops the engine cleanly: it stops accepting commands, asks running
 // attempts to stop, records them as cleanly interrupted (or their real
@@ -190,6 +195,9 @@ func (e *Engine) Close() error {
 	case <-e.stop:
 	default:
 		close(e.stop)
+	}
+	if e.started.CompareAndSwap(false, true) {
+		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
 	err := e.wal.Close()

@@ -421,3 +421,20 @@ func TestForeignFormatRefused(t *testing.T) {
 		t.Fatalf("open of a foreign format: %v", err)
 	}
 }
+
+func TestCloseWithoutStart(t *testing.T) {
+	e, err := Open(Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error)
+	go func() { closed <- e.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close of an engine that never started hangs")
+	}
+}

@@ -87,3 +87,5 @@ func nextEntry(b []byte, index uint64) (entry, error) {
 	}
 	return entry{size: int64(k) + int64(n), index: index, records: records}, nil
 }
+
+func uvarint(b []byte) (uint64, int) { return binary.Uvarint(b) }

@@ -49,7 +49,7 @@ func newApp() *cli.App {
 		Name:                 "orkwal",
 		Usage:                "a database-free workflow orchestrator",
 		EnableBashCompletion: true,
-		Commands:             append([]*cli.Command{runCommand()}, clientCommands()...),
+		Commands:             append([]*cli.Command{runCommand(), walCommand()}, clientCommands()...),
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return &exitError{code: exitUsage, err: err}
 		},

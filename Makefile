@@ -1,0 +1,30 @@
+# orkwal — `make help` lists the targets.
+GO      ?= go
+BIN     ?= bin/orkwal
+DATA    ?= orkwal-data
+FUZZTIME ?= 30s
+
+.PHONY: help build run test fuzz verify clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build a static binary into bin/orkwal
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/orkwal
+
+run: build ## run the daemon on examples/ (data folder: orkwal-data)
+	$(BIN) run --data $(DATA) --workflows examples
+
+test: ## run every test with the race detector (what CI runs)
+	$(GO) test -race -count=1 ./...
+
+fuzz: ## run each fuzz target for $(FUZZTIME)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./replay/workflow/
+
+verify: ## gofmt, go vet and a tidy go.mod
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+clean: ## remove build output
+	rm -rf bin

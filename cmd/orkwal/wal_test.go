@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// walCLI runs `orkwal wal ...` in-process and returns stdout and exit code.
+func walCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &out
+	err := app.Run(append([]string{"orkwal", "wal"}, args...))
+	var ee *exitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		return out.String() + err.Error(), ee.code
+	}
+	return out.String() + err.Error(), 1
+}
+
+// makeData writes a data folder with a few finished runs and a small
+// segment size, so the log spans several segments.
+func makeData(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, SegmentSize: 512,
+		Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start()
+	spec := &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "a", Executor: "noop"}}}
+	if _, _, err := eng.PutWorkflow(spec, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := eng.Trigger("w", nil, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng.Close()
+	return dir
+}
+
+// flipInFrame corrupts the frame at index (not in the last segment).
+func flipInFrame(t *testing.T, dir string, index uint64) {
+	t.Helper()
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+	for i, seg := range segs[:len(segs)-1] {
+		first, _ := strconv.ParseUint(filepath.Base(seg), 10, 64)
+		next, _ := strconv.ParseUint(filepath.Base(segs[i+1]), 10, 64)
+		if index >= first && index < next {
+			data, _ := os.ReadFile(seg)
+			data[len(data)-3] ^= 0xff // inside the segment's last frame
+			os.WriteFile(seg, data, 0o644)
+			return
+		}
+	}
+	t.Fatalf("no segment holds index %d", index)
+}
+
+func TestWalVerifyInspectRepair(t *testing.T) {
+	dir := makeData(t)
+	out, code := walCLI(t, "verify", "--data", dir)
+	if code != 0 || !strings.Contains(out, "ok:") || !strings.Contains(out, "1 workflows, 20 runs") {
+		t.Fatalf("verify of a good log: %d %s", code, out)
+	}
+
+	out, code = walCLI(t, "inspect", "--data", dir, "--limit", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var first inspectRecord
+	if code != 0 || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil ||
+		first.Index != 1 || first.Kind != "workflow_put" {
+		t.Fatalf("inspect: %d %q", code, out)
+	}
+
+	// Corrupt the last frame of the first segment.
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+	second, _ := strconv.ParseUint(filepath.Base(segs[1]), 10, 64)
+	bad := second - 1
+	flipInFrame(t, dir, bad)
+	out, code = walCLI(t, "verify", "--data", dir)
+	want := "index " + strconv.FormatUint(bad, 10)
+	if code != 1 || !strings.Contains(out, "CORRUPT") || !strings.Contains(out, want) || !strings.Contains(out, segs[0]) {
+		t.Fatalf("verify of a corrupt log: %d %s; want exit 1 naming %s and %s", code, out, segs[0], want)
+	}
+	if _, err := engine.Open(engine.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); !errors.Is(err, wal.ErrCorrupt) {
+		t.Fatalf("boot on a corrupt log: %v, want refusal", err)
+	}
+
+	out, code = walCLI(t, "repair", "--data", dir, "--truncate-at", strconv.FormatUint(bad, 10))
+	if code != 0 || !strings.Contains(out, ".cut-") {
+		t.Fatalf("repair: %d %s", code, out)
+	}
+	if out, code = walCLI(t, "verify", "--data", dir); code != 0 {
+		t.Fatalf("verify after repair: %d %s", code, out)
+	}
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("boot after repair: %v", err)
+	}
+	defer eng.Close()
+	if out, code = walCLI(t, "repair", "--data", dir, "--truncate-at", "2"); code != 1 || !strings.Contains(out, "in use by pid") {
+		t.Fatalf("repair under a live daemon: %d %s, want refusal", code, out)
+	}
+}

@@ -1,0 +1,89 @@
+package wal
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// corruptFrame flips a byte inside frame index of a fresh multi-segment log.
+func corruptLog(t *testing.T, frames int, bad uint64) (string, []segmentFile) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openT(t, dir, 120)
+	for i := 0; i < frames; i++ {
+		l.Append([][]byte{rec(i)})
+	}
+	l.Close()
+	segs, _ := listSegments(dir)
+	for _, s := range segs {
+		data, _ := os.ReadFile(s.path)
+		off, err := offsetOf(data, s.first, bad)
+		if s.first > bad || err != nil || int(off) >= len(data) {
+			continue
+		}
+		data[off+5] ^= 0xff
+		os.WriteFile(s.path, data, 0o644)
+		return dir, segs
+	}
+	t.Fatalf("frame %d not found", bad)
+	return "", nil
+}
+
+func TestVerifyDirReportsCorruptionAndTornTail(t *testing.T) {
+	dir, _ := corruptLog(t, 30, 7)
+	n := 0
+	_, err := VerifyDir(dir, func(uint64, [][]byte) error { n++; return nil })
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Index != 7 || n != 6 {
+		t.Fatalf("verify: %v after %d frames, want corruption at index 7 after 6", err, n)
+	}
+
+	torn := t.TempDir()
+	l := openT(t, torn, 0)
+	for i := 0; i < 5; i++ {
+		l.Append([][]byte{rec(i)})
+	}
+	l.Close()
+	seg := filepath.Join(torn, "00000000000000000001")
+	data, _ := os.ReadFile(seg)
+	os.WriteFile(seg, data[:len(data)-3], 0o644)
+	tt, err := VerifyDir(torn, func(uint64, [][]byte) error { return nil })
+	if err != nil || tt == nil || tt.Index != 5 {
+		t.Fatalf("verify of a torn tail: torn=%v err=%v, want torn at index 5", tt, err)
+	}
+	if after, _ := os.ReadFile(seg); len(after) != len(data)-3 {
+		t.Fatal("verify changed the log")
+	}
+}
+
+func TestCutAtRemovesFromIndexAndKeepsACopy(t *testing.T) {
+	dir, segs := corruptLog(t, 30, 7)
+	keep, err := CutAt(dir, 7, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, dir)
+	if len(got) != 6 || string(got[5]) != string(rec(5)) {
+		t.Fatalf("after cut: %d records, want 6", len(got))
+	}
+	kept, _ := os.ReadDir(keep)
+	var removed int
+	for _, s := range segs {
+		if s.first > 7 {
+			removed++
+		}
+	}
+	if len(kept) != removed+1 {
+		t.Fatalf("kept %d files, want the cut segment's tail and %d later segments", len(kept), removed)
+	}
+	l := openT(t, dir, 120)
+	defer l.Close()
+	if idx, err := l.Append([][]byte{[]byte("next")}); err != nil || idx != 7 {
+		t.Fatalf("append after cut: index %d err %v, want 7", idx, err)
+	}
+	if _, err := CutAt(dir, 99, quiet); err == nil {
+		t.Fatal("cut past the end succeeded")
+	}
+}
