@@ -54,5 +54,20 @@ func newApp() *cli.App {
 			return &exitError{code: exitUsage, err: err}
 		},
 	}
+	for _, c := range app.Commands {
+		exitUsageOnBadFlags(c)
+	}
 	return app
+}
+
+// exitUsageOnBadFlags makes a command and its subcommands exit with
+// exitUsage on bad flags (urfave/cli applies the app's handler only to the
+// app's own flags).
+func exitUsageOnBadFlags(c *cli.Command) {
+	if c.OnUsageError == nil {
+		c.OnUsageError = func(ctx *cli.Context, err error, _ bool) error { return usageError(ctx, err) }
+	}
+	for _, sub := range c.Subcommands {
+		exitUsageOnBadFlags(sub)
+	}
 }

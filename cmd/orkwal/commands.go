@@ -1,0 +1,523 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/urfave/cli/v2"
+)
+
+// pollInterval is how often `trigger --wait` asks for the run's state.
+const pollInterval = 200 * time.Millisecond
+
+// clientCommands are the commands that talk to the daemon, and validate.
+func clientCommands() []*cli.Command {
+	return []*cli.Command{
+		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
+		showCommand(), logsCommand(), workflowsCommand(),
+	}
+}
+
+// clientCommand completes a client command: usage errors exit with exitUsage and,
+// when remote, the --addr flag is added.
+func clientCommand(cmd *cli.Command, remote bool) *cli.Command {
+	if remote {
+		cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"},
+			Usage: "the daemon's `ADDRESS`: host:port or an http:// URL"})
+	}
+	cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageError(c, err) }
+	action := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		if err := action(c); !errors.Is(err, errHelpShown) {
+			return err
+		}
+		return nil
+	}
+	return cmd
+}
+
+func outputFlag() cli.Flag {
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table or json"}
+}
+
+func applyCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "apply",
+		Usage:     "validate a workflow file and record it in the daemon as the workflow's new version",
+		ArgsUsage: "FILE",
+		Action:    applyAction,
+	}, true)
+}
+
+func validateCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "validate",
+		Usage:     "check workflow files offline, without a daemon",
+		ArgsUsage: "FILE...",
+		Action:    validateAction,
+	}, false)
+}
+
+func triggerCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "trigger",
+		Usage:     "start a run of a workflow and print its id",
+		ArgsUsage: "NAME",
+		Flags: []cli.Flag{
+			&cli.GenericFlag{Name: "param", Aliases: []string{"p"}, Value: &paramsFlag{},
+				Usage: "set the workflow parameter `key=value` (repeatable)"},
+			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends; exit 1 if it failed"},
+			outputFlag(),
+		},
+		Action: triggerAction,
+	}, true)
+}
+
+func runsCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:  "runs",
+		Usage: "list runs, newest first",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "workflow", Usage: "only the runs of the workflow `NAME`"},
+			&cli.IntFlag{Name: "limit", Value: 20, Usage: "show at most `N` runs (0: all)"},
+			outputFlag(),
+		},
+		Action: runsAction,
+	}, true)
+}
+
+func showCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "show",
+		Usage:     "show a run and its tasks",
+		ArgsUsage: "RUN",
+		Flags:     []cli.Flag{outputFlag()},
+		Action:    showAction,
+	}, true)
+}
+
+func logsCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "logs",
+		Usage:     "print the output (stdout and stderr) of a task's attempt",
+		ArgsUsage: "RUN TASK",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "attempt", DefaultText: "the latest", Usage: "print attempt `N` (from 1)"},
+		},
+		Action: logsAction,
+	}, true)
+}
+
+func workflowsCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:   "workflows",
+		Usage:  "list the workflows the daemon knows",
+		Flags:  []cli.Flag{outputFlag()},
+		Action: workflowsAction,
+	}, true)
+}
+
+// session is what a remote command works with.
+type session struct {
+	ctx  context.Context
+	cl   *client
+	out  io.Writer
+	json bool // -o json
+}
+
+// startSession checks the arguments (between minArgs and maxArgs) and the output
+// format, and returns the session and the arguments.
+func startSession(c *cli.Context, minArgs, maxArgs int) (*session, []string, error) {
+	args, err := arguments(c, minArgs, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &session{ctx: c.Context, out: c.App.Writer}
+	if s.ctx == nil {
+		s.ctx = context.Background()
+	}
+	switch format := c.String("output"); format {
+	case "", "table":
+	case "json":
+		s.json = true
+	default:
+		return nil, nil, usageError(c, fmt.Errorf("-o %q: use table or json", format))
+	}
+	if s.cl, err = newClient(c.String("addr")); err != nil {
+		return nil, nil, err
+	}
+	return s, args, nil
+}
+
+// writeRaw prints an answer of the API as it came (indented JSON).
+func (s *session) writeRaw(data []byte) error {
+	if _, err := s.out.Write(data); err != nil {
+		return exitf(exitFailure, "write output: %v", err)
+	}
+	return nil
+}
+
+func applyAction(c *cli.Context) error {
+	s, args, err := startSession(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	file := args[0]
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	if _, err := workflow.Parse(file, data); err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	var view engine.WorkflowView
+	status, _, err := s.cl.call(s.ctx, request{method: http.MethodPost, path: "/workflows",
+		contentType: "application/yaml", body: data}, &view)
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", file, err)
+	}
+	if status == http.StatusCreated {
+		fmt.Fprintf(s.out, "workflow %s: version %d recorded\n", view.Name, view.Version)
+	} else {
+		fmt.Fprintf(s.out, "workflow %s: unchanged (version %d)\n", view.Name, view.Version)
+	}
+	return nil
+}
+
+func validateAction(c *cli.Context) error {
+	files, err := arguments(c, 1, -1)
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, file := range files {
+		summary, err := validateFile(file)
+		if err != nil {
+			bad++
+			fmt.Fprintln(c.App.ErrWriter, err)
+			continue
+		}
+		fmt.Fprintf(c.App.Writer, "%s: ok (%s)\n", file, summary)
+	}
+	if bad > 0 {
+		return exitf(exitFailure, "%d of %d workflow files invalid", bad, len(files))
+	}
+	return nil
+}
+
+// validateFile parses file and summarizes its tasks: "3 tasks: a, b, c".
+func validateFile(file string) (string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	spec, err := workflow.Parse(file, data)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(spec.Tasks))
+	for i, t := range spec.Tasks {
+		names[i] = t.Name
+	}
+	noun := "tasks"
+	if len(names) == 1 {
+		noun = "task"
+	}
+	return fmt.Sprintf("%d %s: %s", len(names), noun, strings.Join(names, ", ")), nil
+}
+
+func triggerAction(c *cli.Context) error {
+	s, args, err := startSession(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	params := c.Generic("param").(*paramsFlag)
+	var created struct {
+		ID string `json:"id"`
+	}
+	_, raw, err := s.cl.postJSON(s.ctx, "/workflows/"+url.PathEscape(args[0])+"/runs",
+		http.Header{"X-Orkwal-Trigger": {"cli"}}, map[string]any{"params": params.values()}, &created)
+	if err != nil {
+		return fmt.Errorf("trigger %s: %w", args[0], err)
+	}
+	if !c.Bool("wait") {
+		if s.json {
+			return s.writeRaw(raw)
+		}
+		fmt.Fprintln(s.out, created.ID)
+		return nil
+	}
+	return s.wait(created.ID)
+}
+
+// wait follows a run to its end: progress lines and the outcome, or the final
+// run JSON with -o json.
+func (s *session) wait(id string) error {
+	var prog *progress
+	if !s.json {
+		fmt.Fprintln(s.out, id)
+		prog = newProgress(s.out)
+	}
+	run, raw, err := s.follow(id, prog)
+	if err != nil {
+		return fmt.Errorf("follow run %s: %w", id, err)
+	}
+	if s.json {
+		if err := s.writeRaw(raw); err != nil {
+			return err
+		}
+	} else {
+		writeOutcome(s.out, run)
+	}
+	if run.Status != "success" {
+		return exitf(exitFailure, "run %s %s", id, run.Status)
+	}
+	return nil
+}
+
+// follow polls the run until it is success or failed and returns its last
+// state, decoded and raw. prog, when not nil, is told every state seen.
+func (s *session) follow(id string, prog *progress) (engine.RunView, []byte, error) {
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		var run engine.RunView
+		raw, err := s.cl.get(s.ctx, "/runs/"+url.PathEscape(id), &run)
+		if err != nil {
+			return run, nil, err
+		}
+		if prog != nil {
+			prog.update(run)
+		}
+		if run.Status == "success" || run.Status == "failed" {
+			return run, raw, nil
+		}
+		select {
+		case <-s.ctx.Done():
+			return run, nil, s.ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func runsAction(c *cli.Context) error {
+	s, _, err := startSession(c, 0, 0)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if w := c.String("workflow"); w != "" {
+		q.Set("workflow", w)
+	}
+	switch limit := c.Int("limit"); {
+	case limit < 0:
+		return usageError(c, fmt.Errorf("--limit %d: must be 0 (all) or more", limit))
+	case limit > 0:
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/runs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var runs []engine.RunView
+	raw, err := s.cl.get(s.ctx, path, &runs)
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
+	}
+	if s.json {
+		return s.writeRaw(raw)
+	}
+	return writeRuns(s.out, runs)
+}
+
+func showAction(c *cli.Context) error {
+	s, args, err := startSession(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	var run engine.RunView
+	raw, err := s.cl.get(s.ctx, "/runs/"+url.PathEscape(args[0]), &run)
+	if err != nil {
+		return fmt.Errorf("show run: %w", err)
+	}
+	if s.json {
+		return s.writeRaw(raw)
+	}
+	return writeRun(s.out, run)
+}
+
+func logsAction(c *cli.Context) error {
+	s, args, err := startSession(c, 2, 2)
+	if err != nil {
+		return err
+	}
+	path := "/runs/" + url.PathEscape(args[0]) + "/tasks/" + url.PathEscape(args[1]) + "/logs"
+	switch attempt := c.Int("attempt"); {
+	case attempt < 0:
+		return usageError(c, fmt.Errorf("--attempt %d: must be 1 or more (0: the latest)", attempt))
+	case attempt > 0:
+		path += "?attempt=" + strconv.Itoa(attempt)
+	}
+	if err := s.cl.copyTo(s.ctx, path, s.out); err != nil {
+		return fmt.Errorf("logs of %s: %w", args[1], err)
+	}
+	return nil
+}
+
+func workflowsAction(c *cli.Context) error {
+	s, _, err := startSession(c, 0, 0)
+	if err != nil {
+		return err
+	}
+	var wfs []engine.WorkflowView
+	raw, err := s.cl.get(s.ctx, "/workflows", &wfs)
+	if err != nil {
+		return fmt.Errorf("list workflows: %w", err)
+	}
+	if s.json {
+		return s.writeRaw(raw)
+	}
+	return writeWorkflows(s.out, wfs)
+}
+
+// paramsFlag collects -p key=value flags; a later value of a key wins.
+type paramsFlag struct{ m map[string]string }
+
+func (p *paramsFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return errors.New("expected key=value")
+	}
+	if p.m == nil {
+		p.m = map[string]string{}
+	}
+	p.m[k] = v
+	return nil
+}
+
+func (p *paramsFlag) String() string {
+	keys := make([]string, 0, len(p.m))
+	for k := range p.m {
+		keys = append(keys, k+"="+p.m[k])
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+// values is the params of the trigger request, {} when none.
+func (p *paramsFlag) values() map[string]string {
+	if p.m == nil {
+		return map[string]string{}
+	}
+	return p.m
+}
+
+// errHelpShown ends a command whose help was asked for after its arguments.
+var errHelpShown = errors.New("help shown")
+
+// usageError is an exitUsage error followed by the command's usage line.
+func usageError(c *cli.Context, err error) error {
+	name, usage := "", ""
+	if c.Command != nil {
+		name = c.Command.Name
+		usage = strings.TrimSpace("orkwal " + name + " [options] " + c.Command.ArgsUsage)
+	}
+	return exitf(exitUsage, "%s: %v\nusage: %s (see orkwal %s --help)", name, err, usage, name)
+}
+
+// arguments returns the positional arguments, checking there are between
+// minArgs and maxArgs of them (maxArgs < 0: no upper bound).
+func arguments(c *cli.Context, minArgs, maxArgs int) ([]string, error) {
+	args, err := interspersed(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) < minArgs || (maxArgs >= 0 && len(args) > maxArgs) {
+		return nil, usageError(c, fmt.Errorf("expected %s, got %d", countArgs(minArgs, maxArgs), len(args)))
+	}
+	return args, nil
+}
+
+func countArgs(minArgs, maxArgs int) string {
+	switch {
+	case maxArgs < 0:
+		return fmt.Sprintf("at least %d argument(s)", minArgs)
+	case minArgs == maxArgs && minArgs == 0:
+		return "no arguments"
+	case minArgs == maxArgs:
+		return fmt.Sprintf("%d argument(s)", minArgs)
+	}
+	return fmt.Sprintf("%d to %d arguments", minArgs, maxArgs)
+}
+
+// interspersed applies the flags written after the arguments, which
+// urfave/cli v2 leaves in the arguments (`orkwal trigger etl -p a=1 --wait`),
+// and returns the arguments alone. "--" ends the flags.
+func interspersed(c *cli.Context) ([]string, error) {
+	rest := c.Args().Slice()
+	var args []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if a == "--" {
+			return append(args, rest[i+1:]...), nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			args = append(args, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "help" || name == "h" {
+			cli.ShowSubcommandHelp(c)
+			return nil, errHelpShown
+		}
+		f := lookupFlag(c.Command, name)
+		if f == nil {
+			return nil, usageError(c, fmt.Errorf("flag provided but not defined: %s", a))
+		}
+		if !hasValue && takesValue(f) {
+			if i+1 >= len(rest) {
+				return nil, usageError(c, fmt.Errorf("flag needs an argument: %s", a))
+			}
+			i++
+			value = rest[i]
+		} else if !hasValue {
+			value = "true"
+		}
+		if err := c.Set(f.Names()[0], value); err != nil {
+			return nil, usageError(c, fmt.Errorf("invalid value %q for flag %s: %v", value, a, err))
+		}
+	}
+	return args, nil
+}
+
+func lookupFlag(cmd *cli.Command, name string) cli.Flag {
+	if cmd == nil {
+		return nil
+	}
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+func takesValue(f cli.Flag) bool {
+	if v, ok := f.(interface{ TakesValue() bool }); ok {
+		return v.TakesValue()
+	}
+	return true
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+)
+
+// Human output of the client commands: tables, times, run progress.
+
+// maxErrorCell is how much of a task error the task table shows.
+const maxErrorCell = 60
+
+// table writes aligned columns; cells are cleaned of tabs and newlines.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = oneLine(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// oneLine folds whitespace runs (newlines, tabs) into single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// truncateRunes shortens s to at most n runes, marking the cut with "...".
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// stamp formats a time in the local zone, "-" when absent.
+func stamp(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// humanDuration rounds d to what a person reads: 350ms, 4.2s, 3m12s.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// runDuration is how long a run took, or has been running; "-" before it
+// started.
+func runDuration(r engine.RunView) string {
+	if r.StartedAt == nil {
+		return "-"
+	}
+	end := time.Now()
+	if r.FinishedAt != nil {
+		end = *r.FinishedAt
+	}
+	return humanDuration(end.Sub(*r.StartedAt))
+}
+
+func writeRuns(w io.Writer, runs []engine.RunView) error {
+	t := newTable(w, "ID", "WORKFLOW", "STATUS", "CREATED", "DURATION")
+	for _, r := range runs {
+		t.row(r.ID, r.Workflow, r.Status, stamp(&r.CreatedAt), runDuration(r))
+	}
+	return t.flush()
+}
+
+func writeWorkflows(w io.Writer, wfs []engine.WorkflowView) error {
+	t := newTable(w, "NAME", "VERSION", "TASKS", "UPDATED")
+	for _, wf := range wfs {
+		t.row(wf.Name, strconv.Itoa(wf.Version), strconv.Itoa(len(wf.Tasks)), stamp(&wf.UpdatedAt))
+	}
+	return t.flush()
+}
+
+// writeRun prints a run's header, then its task table.
+func writeRun(w io.Writer, r engine.RunView) error {
+	finished := stamp(r.FinishedAt)
+	if r.FinishedAt != nil {
+		finished += " (took " + runDuration(r) + ")"
+	}
+	fields := [][2]string{
+		{"run:", r.ID},
+		{"workflow:", fmt.Sprintf("%s@%d", r.Workflow, r.Version)},
+		{"status:", r.Status},
+		{"trigger:", orDash(r.Trigger)},
+		{"params:", orDash(formatParams(r.Params))},
+		{"created:", stamp(&r.CreatedAt)},
+		{"started:", stamp(r.StartedAt)},
+		{"finished:", finished},
+	}
+	for _, f := range fields {
+		fmt.Fprintf(w, "%-10s%s\n", f[0], f[1])
+	}
+	fmt.Fprintln(w)
+	return writeTasks(w, r.Tasks)
+}
+
+func writeTasks(w io.Writer, tasks []engine.TaskView) error {
+	t := newTable(w, "NAME", "STATUS", "ATTEMPT", "DEPENDS ON", "EXIT", "ERROR")
+	for _, task := range tasks {
+		attempt, exit := "-", "-"
+		if task.Attempt > 0 {
+			attempt = strconv.Itoa(task.Attempt)
+		}
+		if task.ExitCode != nil {
+			exit = strconv.Itoa(*task.ExitCode)
+		}
+		t.row(task.Name, task.Status, attempt, orDash(strings.Join(task.DependsOn, ",")), exit,
+			orDash(truncateRunes(oneLine(task.Error), maxErrorCell)))
+	}
+	return t.flush()
+}
+
+// formatParams is "k1=v1 k2=v2", sorted by key.
+func formatParams(params map[string]string) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + strconv.Quote(params[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// progress prints one line per task status change of a followed run.
+type progress struct {
+	w    io.Writer
+	seen map[string]taskState
+}
+
+type taskState struct {
+	status  string
+	attempt int
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{w: w, seen: map[string]taskState{}}
+}
+
+func (p *progress) update(r engine.RunView) {
+	for _, t := range r.Tasks {
+		st := taskState{status: t.Status, attempt: t.Attempt}
+		prev, seen := p.seen[t.Name]
+		if seen && prev == st {
+			continue
+		}
+		p.seen[t.Name] = st
+		if line := progressLine(t, seen); line != "" {
+			fmt.Fprintf(p.w, "%s %s\n", progressClock(t), line)
+		}
+	}
+}
+
+// progressLine describes a task's new state; "" for states not worth a line
+// (a task not started yet, an attempt handed to its executor).
+func progressLine(t engine.TaskView, seenBefore bool) string {
+	switch t.Status {
+	case "pending":
+		if !seenBefore {
+			return ""
+		}
+		return t.Name + " pending (interrupted, will run again)"
+	case "dispatched":
+		return ""
+	case "running":
+		return fmt.Sprintf("%s running (attempt %d)", t.Name, t.Attempt)
+	case "failed":
+		return fmt.Sprintf("%s failed: %s", t.Name, orDash(oneLine(t.Error)))
+	}
+	return t.Name + " " + t.Status
+}
+
+// progressClock is the time of a task's latest change, local, to the second.
+func progressClock(t engine.TaskView) string {
+	at := time.Now()
+	switch {
+	case t.FinishedAt != nil:
+		at = *t.FinishedAt
+	case t.StartedAt != nil && t.Status == "running":
+		at = *t.StartedAt
+	}
+	return at.Local().Format("15:04:05")
+}
+
+// writeOutcome prints the end of a followed run: its status and, when it
+// failed, each failed task with its error.
+func writeOutcome(w io.Writer, r engine.RunView) {
+	fmt.Fprintf(w, "run %s %s\n", r.ID, r.Status)
+	var failed []string
+	for _, t := range r.Tasks {
+		if t.Status == "failed" {
+			failed = append(failed, t.Name)
+			fmt.Fprintf(w, "  %s (attempt %d): %s\n", t.Name, t.Attempt, orDash(oneLine(t.Error)))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "see its output with: orkwal logs %s %s\n", r.ID, failed[0])
+	}
+}
