@@ -40,6 +40,7 @@ type Engine struct {
 
 	halt    chan struct{} // tests only: stop the loop as a crash would
 	started atomic.Bool
+	turns   atomic.Int64 // loop turns taken, for tests and metrics
 }
 
 // attempt is an executor's work in flight, known to the loop.

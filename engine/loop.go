@@ -75,6 +75,7 @@ func (e *Engine) loop() {
 		default:
 		}
 		evs = e.inbox.drain(e.cfg.MaxBatch, evs[:0])
+		e.turns.Add(1)
 		out := e.turn(evs)
 		e.effects(out)
 		idle = !out.progress || !e.canDispatch()

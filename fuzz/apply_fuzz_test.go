@@ -1,0 +1,132 @@
+package fuzz
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+func spec(name string) *workflow.Spec {
+	return &workflow.Spec{Name: name, Tasks: []*workflow.Task{
+		{Name: "a", Executor: "noop"},
+		{Name: "b", Executor: "noop", DependsOn: []string{"a"}},
+		{Name: "c", Executor: "noop", DependsOn: []string{"a"}},
+		{Name: "d", Executor: "noop", DependsOn: []string{"b", "c"}},
+	}}
+}
+
+func sampleRecords() []replay.Record {
+	ref := replay.TaskRef{Run: "r0", Task: 0}
+	return []replay.Record{
+		&replay.WorkflowPut{Spec: spec("w0"), At: 1},
+		&replay.RunCreated{ID: "r0", Workflow: "w0", Version: 1, At: 2},
+		&replay.TaskDispatched{TaskRef: ref, Attempt: 1, At: 3},
+		&replay.TaskStarted{TaskRef: ref, Attempt: 1, PID: 7, At: 4},
+		&replay.TaskFinished{TaskRef: ref, Attempt: 1, OK: true, At: 5},
+		&replay.TaskInterrupted{TaskRef: ref, Attempt: 1, At: 6},
+		&replay.WorkflowDeleted{Name: "w0", At: 7},
+	}
+}
+
+// recordFrom builds a record from a few fuzzed bytes, over a small domain
+// (2 workflows, 4 runs, 4 tasks, attempts 1..3) so that many records apply.
+func recordFrom(b []byte, at int64) replay.Record {
+	pick := func(i, n int) int { return int(b[i%len(b)]) % n }
+	ref := replay.TaskRef{Run: fmt.Sprintf("r%d", pick(1, 4)), Task: pick(2, 5)}
+	attempt := pick(3, 3) + 1
+	switch pick(0, 7) {
+	case 0:
+		return &replay.WorkflowPut{Spec: spec(fmt.Sprintf("w%d", pick(1, 2))), At: at}
+	case 1:
+		return &replay.WorkflowDeleted{Name: fmt.Sprintf("w%d", pick(1, 2)), At: at}
+	case 2:
+		return &replay.RunCreated{ID: ref.Run, Workflow: fmt.Sprintf("w%d", pick(2, 2)), Version: pick(3, 3) + 1, At: at}
+	case 3:
+		return &replay.TaskDispatched{TaskRef: ref, Attempt: attempt, At: at}
+	case 4:
+		return &replay.TaskStarted{TaskRef: ref, Attempt: attempt, At: at}
+	case 5:
+		return &replay.TaskFinished{TaskRef: ref, Attempt: attempt, OK: pick(4, 2) == 0, At: at}
+	}
+	return &replay.TaskInterrupted{TaskRef: ref, Attempt: attempt, Clean: pick(4, 2) == 0, At: at}
+}
+
+type snapshot map[string]replay.TaskStatus
+
+func statuses(st *replay.State) (snapshot, map[string]replay.RunStatus) {
+	ts, rs := snapshot{}, map[string]replay.RunStatus{}
+	for _, r := range st.RunList {
+		rs[r.ID] = r.Status
+		for _, t := range r.Tasks {
+			ts[t.ID()] = t.Status
+		}
+	}
+	return ts, rs
+}
+
+// FuzzApply: random record sequences never panic, rejected records change
+// nothing, terminal states stay terminal, a run ends exactly when all its
+// tasks are terminal, and replaying the accepted records gives the same
+// state.
+func FuzzApply(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0})
+	f.Add([]byte{0, 1, 0, 0, 2, 1, 1, 0, 3, 1, 0, 0, 6, 1, 0, 1, 3, 1, 0, 1, 5, 1, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st := replay.New()
+		var accepted []replay.Record
+		for i := 0; i+4 <= len(b); i += 4 {
+			rec := recordFrom(b[i:i+4], int64(i))
+			beforeT, beforeR := statuses(st)
+			h0, _ := st.Hash()
+			if err := st.Apply(rec); err != nil {
+				if h1, _ := st.Hash(); h1 != h0 {
+					t.Fatalf("rejected %s changed the state", rec.Kind())
+				}
+				continue
+			}
+			accepted = append(accepted, rec)
+			checkInvariants(t, st, beforeT, beforeR)
+		}
+		again := replay.New()
+		for _, r := range accepted {
+			if err := again.Apply(r); err != nil {
+				t.Fatalf("replay rejected %s it accepted live: %v", r.Kind(), err)
+			}
+		}
+		h1, _ := st.Hash()
+		if h2, _ := again.Hash(); h1 != h2 {
+			t.Fatal("replayed state differs from live state")
+		}
+	})
+}
+
+func checkInvariants(t *testing.T, st *replay.State, beforeT snapshot, beforeR map[string]replay.RunStatus) {
+	t.Helper()
+	for _, r := range st.RunList {
+		if beforeR[r.ID].Finished() && r.Status != beforeR[r.ID] {
+			t.Fatalf("finished run %s changed to %s", r.ID, r.Status)
+		}
+		terminal, failed := 0, 0
+		for _, task := range r.Tasks {
+			was, ok := beforeT[task.ID()]
+			if ok && was.Terminal() && task.Status != was {
+				t.Fatalf("terminal task %s changed %s -> %s", task.ID(), was, task.Status)
+			}
+			if task.Status.Terminal() {
+				terminal++
+			}
+			if task.Status == replay.Failed {
+				failed++
+			}
+		}
+		allDone := terminal == len(r.Tasks)
+		if allDone != r.Status.Finished() {
+			t.Fatalf("run %s is %s with %d of %d tasks terminal", r.ID, r.Status, terminal, len(r.Tasks))
+		}
+		if r.Status == replay.RunSuccess && failed > 0 || r.Status == replay.RunFailed && failed == 0 {
+			t.Fatalf("run %s is %s with %d failed tasks", r.ID, r.Status, failed)
+		}
+	}
+}
