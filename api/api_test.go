@@ -2,12 +2,14 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,5 +181,45 @@ func TestHealthz(t *testing.T) {
 	f := newFixture(t)
 	if code, body := f.do("GET", "/healthz", ""); code != 200 || !strings.Contains(body, "ok") {
 		t.Fatalf("healthz: %d %s", code, body)
+	}
+}
+
+// TestFailedWALAnswers503AndKeepsServingReads: after an fsync failure,
+// writes answer 503 with the reason, reads keep working, /healthz is 503.
+func TestFailedWALAnswers503AndKeepsServingReads(t *testing.T) {
+	dir := t.TempDir()
+	var broken atomic.Bool
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet,
+		Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
+		WALFault: func(op wal.Op, _ uint64) error {
+			if broken.Load() && op == wal.OpSync {
+				return errors.New("injected I/O error")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start()
+	srv := httptest.NewServer(New(eng, quiet))
+	f := &fixture{t: t, dir: dir, eng: eng, srv: srv}
+	t.Cleanup(func() { srv.Close(); eng.Close() })
+	f.do("POST", "/workflows", dag)
+	broken.Store(true)
+	for _, w := range []struct{ method, path, body string }{
+		{"POST", "/workflows/dag/runs", ""},
+		{"POST", "/workflows", strings.Replace(dag, "name: dag", "name: dag2", 1)},
+		{"DELETE", "/workflows/dag", ""},
+	} {
+		code, body := f.do(w.method, w.path, w.body)
+		if code != 503 || !strings.Contains(body, "write-ahead log failed") || !strings.Contains(body, "injected I/O error") {
+			t.Errorf("%s %s with a failed WAL: %d %s", w.method, w.path, code, body)
+		}
+	}
+	if code, body := f.do("GET", "/workflows/dag", ""); code != 200 {
+		t.Errorf("read with a failed WAL: %d %s", code, body)
+	}
+	if code, body := f.do("GET", "/healthz", ""); code != 503 || !strings.Contains(body, "injected I/O error") {
+		t.Errorf("healthz with a failed WAL: %d %s", code, body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/wal"
 )
 
 // Config configures an Engine. NewConfig-style defaults are filled by
@@ -20,6 +21,10 @@ type Config struct {
 	MaxOutputBytes int64                         // ORKWAL_OUTPUT cap; default 1 MiB
 	SegmentSize    int                           // WAL segment bytes; default wal.DefaultSegmentSize
 	MaxBatch       int                           // events per turn; default 4096
+	// RecoveryBackoff is the first wait before reopening the WAL after a
+	// disk-full failure; it doubles up to 30s. Default 1s.
+	RecoveryBackoff time.Duration
+	WALFault        wal.Fault // tests only: inject WAL failures
 }
 
 func (c Config) withDefaults() Config {
@@ -43,6 +48,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = 1 << 20
+	}
+	if c.RecoveryBackoff <= 0 {
+		c.RecoveryBackoff = time.Second
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 4096

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
@@ -41,6 +42,10 @@ type Engine struct {
 	halt    chan struct{} // tests only: stop the loop as a crash would
 	started atomic.Bool
 	turns   atomic.Int64 // loop turns taken, for tests and metrics
+
+	// Loop-owned: in-process recovery after a disk-full failure.
+	recoverTimer <-chan time.Time
+	recoverWait  time.Duration
 }
 
 // attempt is an executor's work in flight, known to the loop.
@@ -82,7 +87,7 @@ func Open(cfg Config) (*Engine, error) {
 }
 
 func (e *Engine) recover() error {
-	l, err := wal.Open(filepath.Join(e.cfg.DataDir, "wal"), wal.Options{SegmentSize: e.cfg.SegmentSize, Logger: e.log})
+	l, err := e.openWAL()
 	if err != nil {
 		return fmt.Errorf("engine: open wal: %w", err)
 	}
@@ -100,25 +105,35 @@ func (e *Engine) recover() error {
 	return nil
 }
 
+func (e *Engine) openWAL() (*wal.Log, error) {
+	return wal.Open(filepath.Join(e.cfg.DataDir, "wal"),
+		wal.Options{SegmentSize: e.cfg.SegmentSize, Logger: e.log, Fault: e.cfg.WALFault})
+}
+
 // Replay applies every record of the log to st and returns how many it
 // applied. A record that does not decode or apply stops it with an error
 // naming the WAL index: the log is corrupt and boot must refuse.
 func Replay(l *wal.Log, st *replay.State) (int, error) {
 	n := 0
 	err := l.Replay(1, func(index uint64, payloads [][]byte) error {
-		for i, p := range payloads {
-			rec, err := replay.Decode(p)
-			if err == nil {
-				err = st.Apply(rec)
-			}
-			if err != nil {
-				return fmt.Errorf("engine: replay wal index %d record %d: %w", index, i, err)
-			}
-			n++
-		}
-		return nil
+		n += len(payloads)
+		return applyFrame(st, index, payloads)
 	})
 	return n, err
+}
+
+// applyFrame decodes and applies one frame's records.
+func applyFrame(st *replay.State, index uint64, payloads [][]byte) error {
+	for i, p := range payloads {
+		rec, err := replay.Decode(p)
+		if err == nil {
+			err = st.Apply(rec)
+		}
+		if err != nil {
+			return fmt.Errorf("engine: replay wal index %d record %d: %w", index, i, err)
+		}
+	}
+	return nil
 }
 
 // interruptInFlight is the boot half of at-least-once: every attempt whose
@@ -162,8 +177,11 @@ func (e *Engine) killLeftover(t *replay.Task) {
 	}
 }
 
-// commit applies and logs records outside the loop (boot only).
+// commit applies and logs records outside a turn (boot and recovery).
 func (e *Engine) commit(recs []replay.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
 	payloads := make([][]byte, 0, len(recs))
 	for _, r := range recs {
 		if err := e.state.Apply(r); err != nil {

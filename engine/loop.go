@@ -62,9 +62,18 @@ func (e *Engine) loop() {
 			select {
 			case <-e.inbox.signal:
 			case <-stop:
+			case <-e.recoverTimer:
+				e.recoverTimer = nil
+				e.tryRecover()
 			case <-e.halt:
 				return
 			}
+		}
+		select {
+		case <-e.recoverTimer:
+			e.recoverTimer = nil
+			e.tryRecover()
+		default:
 		}
 		select {
 		case <-e.halt:
@@ -98,9 +107,12 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	out := &turnOutput{}
 	now := e.cfg.Clock.Now().UnixNano()
 	for _, ev := range evs {
-		if ev.cmd != nil {
+		switch {
+		case ev.cmd != nil:
 			e.decideCommand(ev.cmd, now, out)
-		} else {
+		case e.poison.Load() != nil:
+			e.forgetExec(ev.exec, out)
+		default:
 			e.decideExec(ev.exec, now, out)
 		}
 	}
@@ -134,7 +146,7 @@ func (e *Engine) decideCommand(c *command, now int64, out *turnOutput) {
 // refuseWork says why no new work is accepted, if it is not.
 func (e *Engine) refuseWork() error {
 	if p := e.poison.Load(); p != nil {
-		return fmt.Errorf("%w: the write-ahead log failed, no more work is accepted until restart: %v", ErrUnavailable, *p)
+		return fmt.Errorf("%w: the write-ahead log failed, no work is accepted until it recovers: %w", ErrUnavailable, *p)
 	}
 	if e.stopping {
 		return fmt.Errorf("%w: shutting down", ErrUnavailable)
@@ -170,6 +182,19 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 		e.inflight--
 		out.scratch = append(out.scratch, a.scratch)
 	}
+}
+
+// forgetExec handles a report while the WAL is failed: nothing can be
+// recorded, so a finished attempt is only forgotten. If the WAL recovers,
+// its task is found in flight without an attempt and runs again.
+func (e *Engine) forgetExec(ev *executors.Event, out *turnOutput) {
+	a := e.attempts[ev.TaskID]
+	if ev.Kind != executors.Finished || a == nil || a.number != ev.Attempt {
+		return
+	}
+	delete(e.attempts, ev.TaskID)
+	e.inflight--
+	out.scratch = append(out.scratch, a.scratch)
 }
 
 // dispatch hands ready tasks to executors, in creation order, while slots
@@ -212,9 +237,8 @@ func (e *Engine) append(out *turnOutput) {
 	if err == nil {
 		return
 	}
-	e.poison.CompareAndSwap(nil, &err)
-	e.log.Error("engine is fail-stop: the write-ahead log failed", "err", err)
-	unavailable := fmt.Errorf("%w: the write-ahead log failed: %v", ErrUnavailable, err)
+	e.failStop(err)
+	unavailable := fmt.Errorf("%w: the write-ahead log failed: %w", ErrUnavailable, err)
 	for i := range out.replies {
 		if out.replies[i].res.err == nil {
 			out.replies[i].res = result{err: unavailable}

@@ -13,6 +13,9 @@ var (
 	// ErrPoisoned: an earlier write or fsync failed; the Log accepts no more
 	// appends until it is reopened.
 	ErrPoisoned = errors.New("wal: log poisoned by an earlier write or fsync failure")
+	// ErrSync marks a poisoning by a failed fsync (of a segment or the
+	// folder), as opposed to a failed write.
+	ErrSync = errors.New("wal: fsync failed")
 	// ErrClosed: the Log was closed.
 	ErrClosed = errors.New("wal: log closed")
 	// ErrLocked: another process holds the data folder.

@@ -19,7 +19,26 @@ const DefaultSegmentSize = 4 << 20
 type Options struct {
 	SegmentSize int          // bytes; DefaultSegmentSize when 0
 	Logger      *slog.Logger // slog.Default() when nil
+	// Fault, when set, is called at each I/O point of an append and may
+	// return an error to inject a failure there. Tests only; nil otherwise.
+	Fault Fault
 }
+
+// Op names an I/O point of an append, for Fault.
+type Op string
+
+const (
+	// OpWrite: after the frame was handed to the file (as a write that
+	// failed part way would leave it).
+	OpWrite Op = "write"
+	// OpSync: instead of the segment's fsync.
+	OpSync Op = "fsync"
+	// OpDirSync: instead of the folder's fsync after a segment was created.
+	OpDirSync Op = "dirsync"
+)
+
+// Fault injects a failure at op while appending the frame at index.
+type Fault func(op Op, index uint64) error
 
 func (o Options) withDefaults() Options {
 	if o.SegmentSize <= 0 {
@@ -184,24 +203,43 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	case l.closed:
 		return 0, ErrClosed
 	case l.poison != nil:
-		return 0, fmt.Errorf("%w: %v", ErrPoisoned, l.poison)
+		return 0, fmt.Errorf("%w: %w", ErrPoisoned, l.poison)
 	}
 	index := l.last + 1
 	l.buf = appendFrame(l.buf[:0], index, records)
 	created := l.predictCycle(len(l.buf))
-	if err := l.tw.Write(index, l.buf); err != nil {
+	err := l.tw.Write(index, l.buf)
+	if err == nil {
+		err = l.fault(OpWrite, index)
+	}
+	if err != nil {
 		return 0, l.fail(fmt.Errorf("write index %d: %w", index, err))
 	}
-	if err := l.tw.Sync(); err != nil {
-		return 0, l.fail(fmt.Errorf("fsync index %d: %w", index, err))
+	if err := l.sync(OpSync, index, l.tw.Sync); err != nil {
+		return 0, l.fail(fmt.Errorf("%w: index %d: %w", ErrSync, index, err))
 	}
 	if created {
-		if err := syncDir(l.dir); err != nil {
-			return 0, l.fail(err)
+		if err := l.sync(OpDirSync, index, func() error { return syncDir(l.dir) }); err != nil {
+			return 0, l.fail(fmt.Errorf("%w: folder after index %d: %w", ErrSync, index, err))
 		}
 	}
 	l.last = index
 	return index, nil
+}
+
+func (l *Log) fault(op Op, index uint64) error {
+	if l.opts.Fault == nil {
+		return nil
+	}
+	return l.opts.Fault(op, index)
+}
+
+// sync runs an fsync, or the fault injected in its place.
+func (l *Log) sync(op Op, index uint64, fsync func() error) error {
+	if err := l.fault(op, index); err != nil {
+		return err
+	}
+	return fsync()
 }
 
 // predictCycle updates tailSize for an entry of frameLen bytes and reports
@@ -223,8 +261,8 @@ func (l *Log) predictCycle(frameLen int) bool {
 // fail poisons the log: no later append succeeds, no fsync is retried.
 func (l *Log) fail(err error) error {
 	l.poison = err
-	l.opts.Logger.Error("wal: poisoned; no more appends until restart", "err", err)
-	return fmt.Errorf("%w: %v", ErrPoisoned, err)
+	l.opts.Logger.Error("wal: poisoned; no more appends until reopened", "err", err)
+	return fmt.Errorf("%w: %w", ErrPoisoned, err)
 }
 
 // Err returns the error that poisoned the log, or nil.
@@ -299,4 +337,18 @@ func replaySegment(s segmentFile, from uint64, fn func(uint64, [][]byte) error) 
 		return fn(e.index, e.records)
 	})
 	return next, err
+}
+
+// committing reports whether a commit is in progress (tests).
+func (l *Log) committing() bool {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return l.leading
+}
+
+// queued is the number of appends waiting for the next commit (tests).
+func (l *Log) queued() int {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return len(l.queue)
 }

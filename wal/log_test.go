@@ -9,7 +9,10 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -292,4 +295,118 @@ func TestLockOneWriter(t *testing.T) {
 		t.Fatalf("lock after release: %v", err)
 	}
 	b.Release()
+}
+
+// TestFailStopNeverRetriesFsync: after an injected fsync failure every
+// append fails, and no later write or fsync is even attempted.
+func TestFailStopNeverRetriesFsync(t *testing.T) {
+	dir := t.TempDir()
+	var calls []Op
+	boom := errors.New("injected EIO")
+	l, err := Open(dir, Options{Logger: quiet, Fault: func(op Op, index uint64) error {
+		calls = append(calls, op)
+		if op == OpSync && index == 3 {
+			return boom
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 1; i <= 2; i++ {
+		if _, err := l.Append([][]byte{rec(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Append([][]byte{rec(3)}); !errors.Is(err, ErrPoisoned) {
+		t.Fatalf("append with a failing fsync: %v, want ErrPoisoned", err)
+	}
+	n := len(calls)
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append([][]byte{rec(9)}); !errors.Is(err, ErrPoisoned) || !strings.Contains(err.Error(), "injected EIO") {
+			t.Fatalf("append after poison: %v, want ErrPoisoned naming the cause", err)
+		}
+	}
+	if len(calls) != n {
+		t.Fatalf("a poisoned log attempted I/O again: %v", calls[n:])
+	}
+	if l.LastIndex() != 2 || !errors.Is(l.Err(), boom) {
+		t.Fatalf("last durable index %d, err %v", l.LastIndex(), l.Err())
+	}
+}
+
+// TestDirSyncFailureAfterSegmentCreateIsFatal: the folder fsync after a new
+// segment is part of the commit.
+func TestDirSyncFailureAfterSegmentCreateIsFatal(t *testing.T) {
+	var failed bool
+	l, err := Open(t.TempDir(), Options{Logger: quiet, SegmentSize: 64, Fault: func(op Op, index uint64) error {
+		if op == OpDirSync {
+			failed = true
+			return errors.New("injected dirsync failure")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var appendErr error
+	for i := 0; i < 10 && appendErr == nil; i++ {
+		_, appendErr = l.Append([][]byte{bytes.Repeat([]byte{'x'}, 40)})
+	}
+	if !failed || !errors.Is(appendErr, ErrPoisoned) {
+		t.Fatalf("dir fsync failed=%v, append err %v; want the append to fail", failed, appendErr)
+	}
+}
+
+// TestGroupCommitBatchesWaitingAppenders: while one commit's fsync is in
+// progress, appenders queue; the next commit writes all of them as one frame
+// with one fsync, and each returns only after it.
+func TestGroupCommitBatchesWaitingAppenders(t *testing.T) {
+	release := make(chan struct{})
+	var syncs atomic.Int32
+	l, err := Open(t.TempDir(), Options{Logger: quiet, Fault: func(op Op, index uint64) error {
+		if op == OpSync {
+			syncs.Add(1)
+			if index == 1 {
+				<-release // a slow disk
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	first := make(chan uint64)
+	go func() { idx, _ := l.Append([][]byte{rec(0)}); first <- idx }()
+	const waiting = 10
+	results := make(chan uint64, waiting)
+	for !l.committing() {
+		runtime.Gosched()
+	}
+	for i := 1; i <= waiting; i++ {
+		go func(i int) { idx, _ := l.Append([][]byte{rec(i)}); results <- idx }(i)
+	}
+	for l.queued() < waiting {
+		runtime.Gosched()
+	}
+	select {
+	case <-results:
+		t.Fatal("an appender returned before its record was durable")
+	default:
+	}
+	close(release)
+	if idx := <-first; idx != 1 {
+		t.Fatalf("first append index %d", idx)
+	}
+	for i := 0; i < waiting; i++ {
+		if idx := <-results; idx != 2 {
+			t.Fatalf("queued append landed in frame %d, want all in frame 2", idx)
+		}
+	}
+	if n := syncs.Load(); n != 2 {
+		t.Fatalf("%d fsyncs for 11 appends, want 2", n)
+	}
 }

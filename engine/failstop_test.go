@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/wal"
+)
+
+func openWithFault(t *testing.T, dir string, ex executors.Executor, fault wal.Fault) *Engine {
+	t.Helper()
+	e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet, WALFault: fault,
+		RecoveryBackoff: time.Millisecond,
+		Executors:       map[string]executors.Executor{"process": ex, "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	return e
+}
+
+// TestFsyncFailureIsFailStop: the turn whose fsync fails is answered with
+// ErrUnavailable, every later write too, reads keep working, the fsync is
+// never retried, and a restart keeps everything that was acknowledged.
+func TestFsyncFailureIsFailStop(t *testing.T) {
+	dir := t.TempDir()
+	var failing atomic.Bool
+	var syncsAfter atomic.Int32
+	e := openWithFault(t, dir, executors.Noop{}, func(op wal.Op, _ uint64) error {
+		if failing.Load() {
+			syncsAfter.Add(1)
+			return fmt.Errorf("injected: %w", syscall.EIO)
+		}
+		return nil
+	})
+	put(t, e, diamond("noop"))
+	var acked []string
+	for i := 0; i < 5; i++ {
+		acked = append(acked, trigger(t, e, "diamond"))
+	}
+	failing.Store(true)
+	if _, err := e.Trigger("diamond", nil, "test"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("trigger during a failed fsync: %v, want ErrUnavailable", err)
+	}
+	tries := syncsAfter.Load()
+	if _, err := e.Trigger("diamond", nil, "test"); !errors.Is(err, ErrUnavailable) || e.Err() == nil {
+		t.Fatalf("trigger after poison: %v (Err %v)", err, e.Err())
+	}
+	if syncsAfter.Load() != tries {
+		t.Fatal("the engine retried an fsync after it failed")
+	}
+	if runs := e.Runs(RunFilter{}); len(runs) < len(acked) {
+		t.Fatalf("reads after fail-stop: %d runs", len(runs))
+	}
+	crash(e)
+	e2 := openEngine(t, dir, executors.Noop{}, 4)
+	defer e2.Close()
+	for _, id := range acked {
+		if _, err := e2.Run(id); err != nil {
+			t.Fatalf("acknowledged run %s lost: %v", id, err)
+		}
+	}
+}
+
+// TestDiskFullRecoversInProcess: a write failing with ENOSPC stops the
+// engine accepting work; once space is back it reopens the WAL and accepts
+// work again, without losing acknowledged runs, and a task that was running
+// across the failure runs to the end.
+func TestDiskFullRecoversInProcess(t *testing.T) {
+	dir := t.TempDir()
+	var full atomic.Bool
+	m := newManual(t, dir)
+	e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
+		if op == wal.OpWrite && full.Load() {
+			return fmt.Errorf("injected: %w", syscall.ENOSPC)
+		}
+		return nil
+	})
+	defer e.Close()
+	put(t, e, diamond("process"))
+	before := trigger(t, e, "diamond")
+	a := m.next()
+
+	full.Store(true)
+	m.finish(a, true) // its outcome cannot be recorded: it will run again
+	_, err := e.Trigger("diamond", nil, "test")
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("trigger on a full disk: %v, want ErrUnavailable caused by ENOSPC", err)
+	}
+	full.Store(false) // space freed
+	waitFor(t, e, "recovery", func() bool { return e.Err() == nil })
+
+	after := trigger(t, e, "diamond")
+	// Whether the failed frame reached the file decides whether a's success
+	// survived (the write failed after the bytes went out here, as a short
+	// write may); either way every job that starts must finish, and both
+	// runs must succeed: nothing stays stuck in flight.
+	done := func() bool { return runStatus(e, before) == "success" && runStatus(e, after) == "success" }
+	for {
+		changed := e.Changed()
+		if done() {
+			break
+		}
+		select {
+		case j := <-m.jobs:
+			m.finish(j, true)
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("runs stuck after recovery: %s %s", runStatus(e, before), runStatus(e, after))
+		}
+	}
+}
+
+// TestRealDiskFull fills a tiny tmpfs. It needs root (mount); elsewhere it
+// is skipped, and says so.
+func TestRealDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=512k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v): the injected ENOSPC test covers the logic", err)
+	}
+	defer syscall.Unmount(dir, syscall.MNT_DETACH)
+	e := openWithFault(t, dir, executors.Noop{}, nil)
+	defer e.Close()
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 400<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	var acked WorkflowView
+	for versions := 0; versions < 200 && err == nil; versions++ {
+		spec := diamond("noop") // 8 KiB per version; specs are immutable once put
+		spec.Description = fmt.Sprintf("%08d", versions) + string(make([]byte, 8<<10))
+		var w WorkflowView
+		if w, _, err = e.PutWorkflow(spec, ""); err == nil {
+			acked = w
+		}
+	}
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("after version %d: %v, want ENOSPC", acked.Version, err)
+	}
+	if w, _ := e.Workflow("diamond"); w.Version != acked.Version {
+		t.Fatalf("read while failed shows version %d, last acknowledged %d", w.Version, acked.Version)
+	}
+	os.Remove(filler)
+	waitFor(t, e, "recovery after space is freed", func() bool { return e.Err() == nil })
+	w, err := e.Workflow("diamond")
+	if err != nil || w.Version < acked.Version {
+		t.Fatalf("after recovery: version %d (%v), acknowledged %d", w.Version, err, acked.Version)
+	}
+	if _, err := e.Trigger("diamond", nil, "test"); err != nil {
+		t.Fatalf("trigger after recovery: %v", err)
+	}
+}

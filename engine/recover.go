@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
+)
+
+const maxRecoveryWait = 30 * time.Second
+
+// failStop records the WAL failure that stops the engine from accepting
+// work. A full disk (ENOSPC on write) is retried in-process; any other
+// failure, an fsync's above all, stays until the daemon is restarted: after
+// a failed fsync the page cache cannot be trusted, and re-reading it in
+// this process would be no safer than carrying on.
+func (e *Engine) failStop(err error) {
+	e.poison.CompareAndSwap(nil, &err)
+	e.rebuildDurable()
+	if recoverable(err) {
+		e.log.Error("disk full: no more work is accepted until space is freed; retrying", "err", err)
+		e.armRecovery()
+		return
+	}
+	e.log.Error("engine is fail-stop: the write-ahead log failed; restart the daemon", "err", err)
+}
+
+// recoverable reports a failure the engine may recover from by reopening
+// the WAL: a write that ran out of space.
+func recoverable(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) && !errors.Is(err, wal.ErrSync)
+}
+
+// rebuildDurable replaces the state, which holds the failed turn's records,
+// with the log's durable prefix: every frame up to the last one whose fsync
+// succeeded. Reading those back is safe, since their fsync did succeed;
+// nothing after them is read. Readers then see only acknowledged state.
+// Called under the write lock.
+func (e *Engine) rebuildDurable() {
+	last := e.wal.LastIndex()
+	st := replay.New()
+	err := e.wal.Replay(1, func(index uint64, payloads [][]byte) error {
+		if index > last {
+			return errPastDurable
+		}
+		return applyFrame(st, index, payloads)
+	})
+	var ce *wal.CorruptError
+	if err != nil && !errors.Is(err, errPastDurable) && !(errors.As(err, &ce) && ce.Index > last) {
+		e.log.Error("could not rebuild the durable state; reads may show unacknowledged changes", "err", err)
+		return
+	}
+	e.state = st
+	e.inflight = len(e.attempts)
+}
+
+var errPastDurable = errors.New("past the durable prefix")
+
+func (e *Engine) armRecovery() {
+	switch {
+	case e.recoverWait == 0:
+		e.recoverWait = e.cfg.RecoveryBackoff
+	case e.recoverWait < maxRecoveryWait:
+		e.recoverWait = min(2*e.recoverWait, maxRecoveryWait)
+	}
+	e.recoverTimer = time.After(e.recoverWait)
+}
+
+// tryRecover reopens the WAL (cutting the torn tail a failed write left),
+// replays it into a fresh state, and resumes. Attempts whose outcome was
+// lost are recorded as interrupted (not counted as crashes) and run again.
+func (e *Engine) tryRecover() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wal.Close()
+	l, err := e.openWAL()
+	if err != nil {
+		e.log.Warn("WAL recovery failed; will retry", "err", err, "in", e.recoverWait)
+		e.armRecovery()
+		return
+	}
+	st := replay.New()
+	if _, err := Replay(l, st); err != nil {
+		l.Close()
+		e.log.Error("WAL recovery found the log corrupt; restart the daemon", "err", err)
+		return
+	}
+	e.wal, e.state = l, st
+	recs := e.reconcile(st)
+	if err := e.commit(recs); err != nil {
+		e.log.Warn("WAL recovery could not record interrupted attempts; will retry", "err", err)
+		e.armRecovery()
+		return
+	}
+	e.poison.Store(nil)
+	e.recoverWait = 0
+	e.log.Info("WAL recovered: accepting work again", "last_index", l.LastIndex(), "requeued", len(recs))
+	e.notify()
+}
+
+// reconcile matches the replayed state with the attempts still running:
+// an in-flight task with no live attempt (its outcome was lost) is
+// interrupted cleanly so that it runs again.
+func (e *Engine) reconcile(st *replay.State) []replay.Record {
+	now := e.cfg.Clock.Now().UnixNano()
+	var recs []replay.Record
+	live := 0
+	for _, run := range st.RunList {
+		for _, t := range run.Tasks {
+			if !t.Status.InFlight() {
+				continue
+			}
+			if a := e.attempts[t.ID()]; a != nil && a.number == t.Attempt {
+				live++
+				continue
+			}
+			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
+				Attempt: t.Attempt, Clean: true, At: now})
+		}
+	}
+	if live != len(e.attempts) {
+		e.log.Warn("attempts running without a durable dispatch", "running", len(e.attempts), "matched", live)
+	}
+	e.inflight = len(e.attempts)
+	return recs
+}
