@@ -19,9 +19,9 @@ test: ## run every test with the race detector (what CI runs)
 	$(GO) test -race -count=1 ./...
 
 fuzz: ## run each fuzz target for $(FUZZTIME)
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./replay/workflow/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./replay/workflow/
 	for t in FuzzSegment FuzzRecordDecode FuzzApply; do \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; done
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fuzz/ || exit 1; done
 
 verify: ## gofmt, go vet and a tidy go.mod
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -113,3 +113,47 @@ func orNone(xs []string) string {
 	}
 	return strings.Join(xs, ", ")
 }
+
+// CancelRun cancels a run: pending tasks are cancelled at once, running
+// attempts get SIGTERM then SIGKILL, and the run ends cancelled. Cancelling
+// a run already being cancelled changes nothing; a finished run is a
+// conflict.
+func (e *Engine) CancelRun(id string) (RunView, error) {
+	_, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
+		run, ok := st.Runs[id]
+		switch {
+		case !ok:
+			return nil, nil, fmt.Errorf("%w: run %q", ErrNotFound, id)
+		case run.Status.Finished():
+			return nil, nil, fmt.Errorf("%w: run %s is already %s", ErrConflict, id, run.Status)
+		case run.CancelRequested:
+			return nil, nil, nil
+		}
+		return &replay.RunCancelRequested{ID: id, At: now}, nil, nil
+	})
+	if err != nil {
+		return RunView{}, err
+	}
+	return e.Run(id)
+}
+
+// RetryRun reruns a finished run that did not succeed: its failed, skipped
+// and cancelled tasks go back to pending; successes and outputs are kept.
+func (e *Engine) RetryRun(id string) (RunView, error) {
+	_, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
+		run, ok := st.Runs[id]
+		switch {
+		case !ok:
+			return nil, nil, fmt.Errorf("%w: run %q", ErrNotFound, id)
+		case !run.Status.Finished():
+			return nil, nil, fmt.Errorf("%w: run %s is still %s; cancel it or wait for it to finish", ErrConflict, id, run.Status)
+		case run.Status == replay.RunSuccess:
+			return nil, nil, fmt.Errorf("%w: run %s succeeded: nothing to retry", ErrConflict, id)
+		}
+		return &replay.RunRetried{ID: id, At: now}, nil, nil
+	})
+	if err != nil {
+		return RunView{}, err
+	}
+	return e.Run(id)
+}

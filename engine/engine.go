@@ -11,6 +11,7 @@ import (
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/orkwal/orkwal/wal"
 )
 
@@ -43,6 +44,11 @@ type Engine struct {
 	started atomic.Bool
 	turns   atomic.Int64 // loop turns taken, for tests and metrics
 
+	// Loop-owned: deadlines of attempts, and the timer for the next wake-up.
+	deadlines deadlines
+	wakeAt    int64
+	wakeCh    <-chan time.Time
+
 	// Loop-owned: in-process recovery after a disk-full failure.
 	recoverTimer <-chan time.Time
 	recoverWait  time.Duration
@@ -50,11 +56,18 @@ type Engine struct {
 
 // attempt is an executor's work in flight, known to the loop.
 type attempt struct {
-	ref     replay.TaskRef
-	number  int
-	handle  executors.Handle
-	scratch string
-	stopped bool // the engine asked it to stop (shutdown)
+	ref          replay.TaskRef
+	taskID       string
+	number       int
+	spec         *workflow.Task
+	handle       executors.Handle
+	scratch      string
+	dispatchedAt int64
+	started      bool   // the executor reported Started
+	lastBeat     int64  // last Started or Heartbeat report
+	stopped      bool   // the engine asked it to stop for a shutdown: not an outcome
+	failReason   string // the engine stopped it for this reason (timeout, heartbeat, never started)
+	cancelled    bool   // stopped because its run is being cancelled
 }
 
 // Open locks the data folder, recovers the WAL, replays it into a fresh

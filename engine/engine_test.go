@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,11 +17,56 @@ import (
 	"github.com/orkwal/orkwal/wal"
 )
 
-// fakeClock advances one millisecond per reading.
-type fakeClock struct{ n atomic.Int64 }
+// fakeClock is a manual clock: time moves only by Advance, which fires the
+// timers that come due.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []fakeWaiter
+}
+
+type fakeWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
 
 func (c *fakeClock) Now() time.Time {
-	return time.Unix(1_700_000_000, 0).Add(time.Duration(c.n.Add(1)) * time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now.IsZero() {
+		c.now = time.Unix(1_700_000_000, 0)
+	}
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	now := c.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- now
+		return ch
+	}
+	c.waiters = append(c.waiters, fakeWaiter{at: now.Add(d), ch: ch})
+	return ch
+}
+
+// Advance moves the clock and fires due timers.
+func (c *fakeClock) Advance(d time.Duration) {
+	now := c.Now().Add(d)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(now) {
+			w.ch <- now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
 }
 
 // manual is an executor the test drives: Start hands the job to the test.
@@ -97,6 +141,24 @@ func (m *manual) none() {
 		m.t.Fatalf("unexpected job %s started", j.TaskName)
 	default:
 	}
+}
+
+// beat reports a heartbeat for a running job.
+func (m *manual) beat(j executors.Job) {
+	m.mu.Lock()
+	report := m.reports[j.TaskID]
+	m.mu.Unlock()
+	report(executors.Event{Kind: executors.Finished + 1, TaskID: j.TaskID, Attempt: j.Attempt})
+}
+
+// silentExec starts jobs but never reports them started.
+type silentExec struct{ *manual }
+
+func (s *silentExec) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
+	s.jobs <- job
+	return nopHandle{stop: func() {
+		report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt, Err: "stopped"})
+	}}, nil
 }
 
 func (m *manual) finish(j executors.Job, ok bool) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
@@ -34,8 +35,10 @@ type turnOutput struct {
 	recs     []replay.Record
 	replies  []pendingReply
 	starts   []*start
-	scratch  []string // scratch folders of finished attempts, removed after commit
-	progress bool     // something was dispatched or decided
+	stops    []*attempt // attempts to stop (deadline, cancel)
+	scratch  []string   // scratch folders of finished attempts, removed after commit
+	progress bool       // something was dispatched or decided
+	wake     int64      // earliest not_before seen in the future
 }
 
 type pendingReply struct {
@@ -47,6 +50,7 @@ type start struct {
 	att *attempt
 	ex  executors.Executor
 	job executors.Job
+	err error // the job could not be prepared (e.g. an input did not resolve)
 }
 
 func (e *Engine) loop() {
@@ -62,6 +66,8 @@ func (e *Engine) loop() {
 			select {
 			case <-e.inbox.signal:
 			case <-stop:
+			case <-e.wakeCh:
+				e.wakeAt, e.wakeCh = 0, nil
 			case <-e.recoverTimer:
 				e.recoverTimer = nil
 				e.tryRecover()
@@ -87,11 +93,22 @@ func (e *Engine) loop() {
 		e.turns.Add(1)
 		out := e.turn(evs)
 		e.effects(out)
+		e.armWake(out.wake)
 		idle = !out.progress || !e.canDispatch()
 		if e.stopping && e.inflight == 0 && e.inbox.empty() {
 			return
 		}
 	}
+}
+
+// armWake sets the timer for the next deadline or not_before, if any.
+func (e *Engine) armWake(notBefore int64) {
+	wake := e.nextWake(notBefore)
+	if wake == 0 || wake == e.wakeAt {
+		return
+	}
+	e.wakeAt = wake
+	e.wakeCh = e.cfg.Clock.After(time.Duration(wake - e.cfg.Clock.Now().UnixNano()))
 }
 
 func (e *Engine) canDispatch() bool {
@@ -116,6 +133,7 @@ func (e *Engine) turn(evs []event) *turnOutput {
 			e.decideExec(ev.exec, now, out)
 		}
 	}
+	e.expireDeadlines(now, out)
 	if e.canDispatch() {
 		e.dispatch(now, out)
 	}
@@ -139,8 +157,21 @@ func (e *Engine) decideCommand(c *command, now int64, out *turnOutput) {
 	if err == nil && rec != nil {
 		out.recs = append(out.recs, rec)
 		out.progress = true
+		if c, ok := rec.(*replay.RunCancelRequested); ok {
+			e.stopRun(c.ID, out)
+		}
 	}
 	out.replies = append(out.replies, pendingReply{c, result{value, err}})
+}
+
+// stopRun asks every attempt of a run being cancelled to stop.
+func (e *Engine) stopRun(runID string, out *turnOutput) {
+	for _, a := range e.attempts {
+		if a.ref.Run == runID && !a.cancelled {
+			a.cancelled = true
+			out.stops = append(out.stops, a)
+		}
+	}
 }
 
 // refuseWork says why no new work is accepted, if it is not.
@@ -155,6 +186,8 @@ func (e *Engine) refuseWork() error {
 }
 
 // decideExec turns an executor report about a known attempt into a record.
+// Heartbeats are kept in memory only: they matter to a live attempt, and a
+// crash interrupts every attempt anyway.
 func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	a := e.attempts[ev.TaskID]
 	if a == nil || a.number != ev.Attempt {
@@ -164,12 +197,15 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	var rec replay.Record
 	switch {
 	case ev.Kind == executors.Started:
+		a.started, a.lastBeat = true, now
 		rec = &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now}
+	case ev.Kind != executors.Finished: // a heartbeat
+		a.started, a.lastBeat = true, now
+		return
 	case a.stopped && !ev.OK:
 		rec = &replay.TaskInterrupted{TaskRef: a.ref, Attempt: a.number, Clean: true, At: now}
 	default:
-		rec = &replay.TaskFinished{TaskRef: a.ref, Attempt: a.number, OK: ev.OK, ExitCode: ev.ExitCode,
-			Error: ev.Err, Output: ev.Output, At: now}
+		rec = e.finishRecord(a, ev, now)
 	}
 	if err := e.state.Apply(rec); err != nil {
 		e.log.Warn("executor report does not apply", "task", ev.TaskID, "err", err)
@@ -182,6 +218,21 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 		e.inflight--
 		out.scratch = append(out.scratch, a.scratch)
 	}
+}
+
+// finishRecord records an attempt's outcome; an attempt the engine stopped
+// fails with the engine's reason.
+func (e *Engine) finishRecord(a *attempt, ev *executors.Event, now int64) *replay.TaskFinished {
+	rec := &replay.TaskFinished{TaskRef: a.ref, Attempt: a.number, OK: ev.OK, ExitCode: ev.ExitCode,
+		Error: ev.Err, Output: ev.Output, At: now}
+	switch {
+	case ev.OK:
+	case a.failReason != "":
+		rec.Error = a.failReason
+	case a.cancelled:
+		rec.Error = "cancelled"
+	}
+	return rec
 }
 
 // forgetExec handles a report while the WAL is failed: nothing can be
@@ -197,15 +248,23 @@ func (e *Engine) forgetExec(ev *executors.Event, out *turnOutput) {
 	out.scratch = append(out.scratch, a.scratch)
 }
 
-// dispatch hands ready tasks to executors, in creation order, while slots
-// are free.
+// dispatch hands ready tasks that pass the gate to executors, in order
+// (priority, then creation), while slots are free.
 func (e *Engine) dispatch(now int64, out *turnOutput) {
 	free := e.cfg.MaxConcurrent - e.inflight
-	picked := make([]*replay.Task, 0, min(free, e.state.ReadyCount()))
+	g := newGate(e, now)
+	var picked []*replay.Task
 	e.state.EachReady(func(t *replay.Task) bool {
-		picked = append(picked, t)
-		return len(picked) < free
+		if e.stopping || len(picked) == free {
+			return false
+		}
+		if g.blocked(t) == "" {
+			picked = append(picked, t)
+			g.take(t)
+		}
+		return true
 	})
+	out.wake = g.wake
 	for _, t := range picked {
 		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
 		if err := e.state.Apply(rec); err != nil {
@@ -214,7 +273,10 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		}
 		out.recs = append(out.recs, rec)
 		out.progress = true
-		out.starts = append(out.starts, e.prepare(t))
+		s := e.prepare(t, now)
+		out.starts = append(out.starts, s)
+		e.attempts[s.job.TaskID] = s.att
+		e.armDeadlines(s.att, now)
 		e.inflight++
 	}
 }
@@ -244,16 +306,25 @@ func (e *Engine) append(out *turnOutput) {
 			out.replies[i].res = result{err: unavailable}
 		}
 	}
-	out.starts = nil
+	for _, s := range out.starts {
+		delete(e.attempts, s.job.TaskID)
+	}
+	e.inflight = len(e.attempts)
+	out.starts, out.stops = nil, nil
 }
 
-// effects runs what the durable records allow: replies, then starts.
+// effects runs what the durable records allow: replies, stops, starts.
 func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
 		e.notify()
 	}
 	for _, r := range out.replies {
 		r.cmd.reply <- r.res
+	}
+	for _, a := range out.stops {
+		if a.handle != nil {
+			a.handle.Stop(e.cfg.KillGrace)
+		}
 	}
 	for _, s := range out.starts {
 		e.launch(s)
@@ -266,8 +337,11 @@ func (e *Engine) effects(out *turnOutput) {
 }
 
 func (e *Engine) launch(s *start) {
-	e.attempts[s.job.TaskID] = s.att
-	if s.ex == nil {
+	switch {
+	case s.err != nil:
+		e.reportStartFailure(s.job, s.err)
+		return
+	case s.ex == nil:
 		e.reportStartFailure(s.job, errors.New("no executor for this task's kind"))
 		return
 	}
@@ -277,6 +351,9 @@ func (e *Engine) launch(s *start) {
 		return
 	}
 	s.att.handle = h
+	if s.att.cancelled || s.att.failReason != "" {
+		h.Stop(e.cfg.KillGrace) // stopped before it had a handle
+	}
 }
 
 // reportStartFailure records an attempt that could not be launched as a

@@ -36,16 +36,27 @@ type RunView struct {
 	CreatedAt  time.Time         `json:"created_at"`
 	StartedAt  *time.Time        `json:"started_at,omitempty"`
 	FinishedAt *time.Time        `json:"finished_at,omitempty"`
-	Tasks      []TaskView        `json:"tasks,omitempty"`
+	// CancelRequested: a cancel was accepted; attempts are being stopped.
+	CancelRequested bool       `json:"cancel_requested,omitempty"`
+	Tasks           []TaskView `json:"tasks,omitempty"`
 }
 
-// TaskView is one task of a run.
+// TaskView is one task of a run. A fan-out task is listed once as itself
+// (running while its instances run) and once per instance ("process[3]").
 type TaskView struct {
 	ID            string          `json:"id"`
-	Name          string          `json:"name"`
+	Name          string          `json:"name"` // the task's key in the run: "process" or "process[3]"
+	Task          string          `json:"task"` // the workflow task it instantiates: "process"
 	Status        string          `json:"status"`
 	Attempt       int             `json:"attempt"`
+	Retries       int             `json:"retries,omitempty"`  // retries allowed
+	Failures      int             `json:"failures,omitempty"` // failed attempts so far
 	DependsOn     []string        `json:"depends_on,omitempty"`
+	Instance      *int            `json:"instance,omitempty"`  // an instance's index
+	Instances     int             `json:"instances,omitempty"` // a fan-out's number of instances
+	Item          json.RawMessage `json:"item,omitempty"`      // a foreach instance's item
+	NotBefore     *time.Time      `json:"not_before,omitempty"`
+	WaitingOn     []string        `json:"waiting_on,omitempty"` // why a pending task is not running (seed 004's waiting causes)
 	Interruptions int             `json:"interruptions,omitempty"`
 	PID           int             `json:"pid,omitempty"`
 	ExitCode      *int            `json:"exit_code,omitempty"`
@@ -72,24 +83,33 @@ func viewWorkflow(w *replay.Workflow) WorkflowView {
 		CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
 }
 
-func viewRun(r *replay.Run, withTasks bool) RunView {
+func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 	v := RunView{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Status: string(r.Status),
 		Trigger: r.Trigger, Params: r.Params, CreatedAt: ts(r.CreatedAt),
-		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt)}
+		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested}
 	if withTasks {
 		v.Tasks = make([]TaskView, len(r.Tasks))
 		for i, t := range r.Tasks {
-			v.Tasks[i] = viewTask(t)
+			v.Tasks[i] = e.viewTask(t)
 		}
 	}
 	return v
 }
 
-func viewTask(t *replay.Task) TaskView {
-	v := TaskView{ID: t.ID(), Name: t.Name, Status: string(t.Status), Attempt: t.Attempt,
-		DependsOn: t.Spec().DependsOn, Interruptions: t.Interruptions, PID: t.PID,
-		Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
-		FinishedAt: tsp(t.FinishedAt)}
+func (e *Engine) viewTask(t *replay.Task) TaskView {
+	spec := t.Spec()
+	v := TaskView{ID: t.ID(), Name: t.Key(), Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
+		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
+		PID: t.PID, Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
+		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t)}
+	if t.Parent >= 0 {
+		i := t.Instance
+		v.Instance, v.DependsOn = &i, nil
+		v.Item = json.RawMessage(t.Item)
+	}
+	if t.Expanded {
+		v.Instances = len(t.Instances)
+	}
 	if t.Status == replay.Success || t.Status == replay.Failed {
 		code := t.ExitCode
 		v.ExitCode = &code
@@ -144,7 +164,7 @@ func (e *Engine) Runs(f RunFilter) []RunView {
 		if f.Workflow != "" && r.Workflow != f.Workflow {
 			continue
 		}
-		out = append(out, viewRun(r, false))
+		out = append(out, e.viewRun(r, false))
 		if f.Limit > 0 && len(out) == f.Limit {
 			break
 		}
@@ -160,10 +180,11 @@ func (e *Engine) Run(id string) (RunView, error) {
 	if !ok {
 		return RunView{}, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
-	return viewRun(r, true), nil
+	return e.viewRun(r, true), nil
 }
 
 // TaskLog returns the log file path of a task's attempt (0 = the latest).
+// task is the task's key in the run ("process" or "process[3]").
 func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -172,8 +193,11 @@ func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
 		return "", fmt.Errorf("%w: run %q", ErrNotFound, runID)
 	}
 	for _, t := range r.Tasks {
-		if t.Name != task {
+		if t.Key() != task {
 			continue
+		}
+		if t.IsNode() {
+			return "", fmt.Errorf("%w: %s fans out; its logs are per instance (%s[0], ...)", ErrNotFound, task, task)
 		}
 		if attempt == 0 {
 			attempt = t.Attempt

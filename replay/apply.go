@@ -3,6 +3,8 @@ package replay
 import (
 	"errors"
 	"fmt"
+
+	"github.com/orkwal/orkwal/replay/workflow"
 )
 
 // ErrInvalid wraps every rejection by Apply: the record does not fit the
@@ -30,6 +32,10 @@ func (s *State) Apply(r Record) error {
 		return s.applyTaskFinished(r)
 	case *TaskInterrupted:
 		return s.applyTaskInterrupted(r)
+	case *RunCancelRequested:
+		return s.applyRunCancel(r)
+	case *RunRetried:
+		return s.applyRunRetried(r)
 	}
 	return invalid("unknown record type %T", r)
 }
@@ -69,27 +75,27 @@ func (s *State) applyRunCreated(r *RunCreated) error {
 	}
 	run := &Run{ID: r.ID, Seq: uint64(len(s.RunList)), Workflow: r.Workflow, Version: r.Version,
 		Spec: w.Spec, Params: r.Params, Trigger: r.Trigger, Status: RunPending, CreatedAt: r.At}
-	s.createTasks(run)
 	s.Runs[run.ID] = run
 	s.RunList = append(s.RunList, run)
+	s.createTasks(run, r.At)
 	return nil
 }
 
-// createTasks instantiates the pinned spec's tasks, pending, in spec order.
-func (s *State) createTasks(run *Run) {
+// createTasks instantiates the pinned spec's tasks, pending, in spec order,
+// and releases those without dependencies.
+func (s *State) createTasks(run *Run, at int64) {
 	index := make(map[string]int, len(run.Spec.Tasks))
 	for i, ts := range run.Spec.Tasks {
 		index[ts.Name] = i
 	}
-	run.Tasks = make([]*Task, len(run.Spec.Tasks))
+	run.Tasks = make([]*Task, 0, len(run.Spec.Tasks))
 	for i, ts := range run.Spec.Tasks {
-		t := &Task{Run: run, Index: i, Name: ts.Name, Seq: s.NextSeq, Status: Pending}
-		s.NextSeq++
+		t := s.newTask(run, i, ts, -1)
 		for _, d := range ts.DependsOn {
 			t.Deps = append(t.Deps, index[d])
 		}
 		t.waiting = len(t.Deps)
-		run.Tasks[i] = t
+		run.Tasks = append(run.Tasks, t)
 	}
 	for _, t := range run.Tasks {
 		for _, d := range t.Deps {
@@ -99,9 +105,21 @@ func (s *State) createTasks(run *Run) {
 	run.active = len(run.Tasks)
 	for _, t := range run.Tasks {
 		if t.waiting == 0 {
-			s.ready.push(t)
+			s.release(t, at)
 		}
 	}
+}
+
+// newTask creates a pending task (not yet in Run.Tasks).
+func (s *State) newTask(run *Run, specIndex int, ts *workflow.Task, parent int) *Task {
+	t := &Task{Run: run, Index: len(run.Tasks), SpecIndex: specIndex, Name: ts.Name, Seq: s.NextSeq,
+		Status: Pending, Parent: parent, Count: 1, Priority: ts.Priority}
+	s.NextSeq++
+	if ts.Mutex != "" && !ts.FansOut() || ts.Mutex != "" && parent >= 0 {
+		t.MutexKey = workflow.RenderMutex(ts.Mutex, run.Params)
+		s.mutexPush(t)
+	}
+	return t
 }
 
 func (s *State) applyTaskDispatched(r *TaskDispatched) error {
@@ -113,14 +131,25 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 		return invalid("task_dispatched: task %s is %s, not ready", t.ID(), t.Status)
 	case r.Attempt != t.Attempt+1:
 		return invalid("task_dispatched: task %s attempt %d after %d", t.ID(), r.Attempt, t.Attempt)
+	case t.Run.CancelRequested:
+		return invalid("task_dispatched: run %s is being cancelled", t.Run.ID)
 	}
 	s.ready.drop(t)
 	t.Status, t.Attempt, t.DispatchedAt = Dispatched, r.Attempt, r.At
 	t.PID, t.StartTime, t.StartedAt, t.ExitCode, t.Error, t.Output = 0, 0, 0, 0, "", nil
+	s.flight(t, +1)
 	if t.Run.Status == RunPending {
 		t.Run.Status, t.Run.StartedAt = RunRunning, r.At
+		s.activeRuns[t.Run.Workflow]++
 	}
 	return nil
+}
+
+// flight counts an instance entering (+1) or leaving (-1) flight.
+func (s *State) flight(t *Task, delta int) {
+	if t.Parent >= 0 {
+		t.Run.Tasks[t.Parent].instFlight += delta
+	}
 }
 
 // inFlight resolves a reference to an attempt that is in flight.
@@ -129,7 +158,7 @@ func (s *State) inFlight(what string, ref TaskRef, attempt int) (*Task, error) {
 	switch {
 	case err != nil:
 		return nil, invalid("%s: %v", what, err)
-	case !t.Status.InFlight():
+	case !t.Status.InFlight() || t.IsNode():
 		return nil, invalid("%s: task %s is %s", what, t.ID(), t.Status)
 	case attempt != t.Attempt:
 		return nil, invalid("%s: task %s attempt %d, current is %d", what, t.ID(), attempt, t.Attempt)
@@ -154,11 +183,15 @@ func (s *State) applyTaskFinished(r *TaskFinished) error {
 	if err != nil {
 		return err
 	}
+	s.flight(t, -1)
 	t.ExitCode, t.Error, t.Output = r.ExitCode, r.Error, r.Output
-	if r.OK {
+	switch {
+	case r.OK:
 		s.succeed(t, r.At)
-	} else {
-		s.fail(t, r.At)
+	case t.Run.CancelRequested:
+		s.cancel(t, r.At)
+	default:
+		s.attemptFailed(t, r.At)
 	}
 	return nil
 }
@@ -168,70 +201,59 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if err != nil {
 		return err
 	}
+	s.flight(t, -1)
 	if !r.Clean {
 		t.Interruptions++
 	}
-	if t.Interruptions >= MaxInterruptions {
+	switch {
+	case t.Run.CancelRequested:
+		t.Error = "cancelled"
+		s.cancel(t, r.At)
+	case t.Spec().OnInterrupt == "fail":
+		t.Error, t.ExitCode = "interrupted, and on_interrupt is fail: not run again", -1
+		s.fail(t, r.At)
+	case t.Interruptions >= MaxInterruptions:
 		t.Error = fmt.Sprintf("interrupted by %d crashes in a row (crash loop); not run again", t.Interruptions)
 		t.ExitCode = -1
 		s.fail(t, r.At)
-		return nil
+	default:
+		t.Status, t.PID, t.StartTime = Pending, 0, 0
+		s.ready.push(t)
 	}
-	t.Status, t.PID, t.StartTime = Pending, 0, 0
-	s.ready.push(t)
 	return nil
 }
 
-// succeed ends t with success and releases its downstream tasks.
-func (s *State) succeed(t *Task, at int64) {
-	s.end(t, Success, at)
-	run := t.Run
-	for _, d := range t.Downstream {
-		dt := run.Tasks[d]
-		dt.waiting--
-		if dt.waiting == 0 && dt.Status == Pending {
-			s.ready.push(dt)
+func (s *State) applyRunCancel(r *RunCancelRequested) error {
+	run, ok := s.Runs[r.ID]
+	switch {
+	case !ok:
+		return invalid("cancel of unknown run %q", r.ID)
+	case run.Status.Finished():
+		return invalid("cancel of run %s, which is %s", r.ID, run.Status)
+	case run.CancelRequested:
+		return invalid("run %s is already being cancelled", r.ID)
+	}
+	run.CancelRequested = true
+	for _, t := range run.Tasks {
+		if t.Status == Pending {
+			t.Error = "cancelled"
+			s.cancel(t, r.At)
 		}
 	}
-	s.maybeFinishRun(run, at)
+	s.maybeFinishRun(run, r.At)
+	return nil
 }
 
-// fail ends t with failure and skips everything downstream of it.
-func (s *State) fail(t *Task, at int64) {
-	s.end(t, Failed, at)
-	t.Run.failed++
-	s.skipDownstream(t, at)
-	s.maybeFinishRun(t.Run, at)
-}
-
-func (s *State) skipDownstream(t *Task, at int64) {
-	for _, d := range t.Downstream {
-		dt := t.Run.Tasks[d]
-		if dt.Status != Pending {
-			continue
-		}
-		dt.Error = "upstream task " + t.Name + " did not succeed"
-		s.end(dt, Skipped, at)
-		s.skipDownstream(dt, at)
+func (s *State) applyRunRetried(r *RunRetried) error {
+	run, ok := s.Runs[r.ID]
+	switch {
+	case !ok:
+		return invalid("retry of unknown run %q", r.ID)
+	case !run.Status.Finished():
+		return invalid("retry of run %s, which is still %s", r.ID, run.Status)
+	case run.Status == RunSuccess:
+		return invalid("retry of run %s, which succeeded", r.ID)
 	}
-}
-
-func (s *State) end(t *Task, status TaskStatus, at int64) {
-	s.ready.drop(t)
-	t.Status, t.FinishedAt = status, at
-	t.Run.active--
-}
-
-// maybeFinishRun applies seed 001's check_run_completion.
-func (s *State) maybeFinishRun(run *Run, at int64) {
-	if run.active > 0 || run.Status.Finished() {
-		return
-	}
-	run.Status, run.FinishedAt = RunSuccess, at
-	if run.failed > 0 {
-		run.Status = RunFailed
-	}
-	if run.StartedAt == 0 {
-		run.StartedAt = at
-	}
+	s.rerun(run, r.At)
+	return nil
 }

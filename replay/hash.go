@@ -35,11 +35,12 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 	vals = append(vals, len(s.RunList))
 	for _, r := range s.RunList {
 		vals = append(vals, r.ID, r.Seq, r.Workflow, r.Version, r.Params, r.Trigger,
-			string(r.Status), r.CreatedAt, r.StartedAt, r.FinishedAt, len(r.Tasks))
+			string(r.Status), r.CreatedAt, r.StartedAt, r.FinishedAt, r.CancelRequested, len(r.Tasks))
 		for _, t := range r.Tasks {
-			vals = append(vals, t.Index, t.Name, t.Seq, string(t.Status), t.Attempt, t.Interruptions,
-				t.PID, t.StartTime, t.ExitCode, t.Error, t.Output, t.DispatchedAt, t.StartedAt,
-				t.FinishedAt, t.Deps)
+			vals = append(vals, t.Index, t.SpecIndex, t.Name, t.Seq, string(t.Status), t.Attempt,
+				t.Failures, t.Interruptions, t.NotBefore, t.MutexKey, t.Priority, t.Parent, t.Instance,
+				t.Count, t.Item, t.Instances, t.Expanded, t.PID, t.StartTime, t.ExitCode, t.Error,
+				t.Output, t.DispatchedAt, t.StartedAt, t.FinishedAt, t.Deps)
 		}
 	}
 	for _, v := range vals {

@@ -20,6 +20,8 @@ const (
 	KindTaskStarted     Kind = 5
 	KindTaskFinished    Kind = 6
 	KindTaskInterrupted Kind = 7
+	KindRunCancel       Kind = 8
+	KindRunRetried      Kind = 9
 )
 
 var kindNames = map[Kind]string{
@@ -30,6 +32,8 @@ var kindNames = map[Kind]string{
 	KindTaskStarted:     "task_started",
 	KindTaskFinished:    "task_finished",
 	KindTaskInterrupted: "task_interrupted",
+	KindRunCancel:       "run_cancel_requested",
+	KindRunRetried:      "run_retried",
 }
 
 func (k Kind) String() string {
@@ -115,13 +119,32 @@ type TaskInterrupted struct {
 	At      int64 `msgpack:"at"`
 }
 
-func (*WorkflowPut) Kind() Kind     { return KindWorkflowPut }
-func (*WorkflowDeleted) Kind() Kind { return KindWorkflowDeleted }
-func (*RunCreated) Kind() Kind      { return KindRunCreated }
-func (*TaskDispatched) Kind() Kind  { return KindTaskDispatched }
-func (*TaskStarted) Kind() Kind     { return KindTaskStarted }
-func (*TaskFinished) Kind() Kind    { return KindTaskFinished }
-func (*TaskInterrupted) Kind() Kind { return KindTaskInterrupted }
+// RunCancelRequested cancels a run: its pending tasks become cancelled at
+// once; its attempts in flight are stopped by the engine and end cancelled
+// (or succeeded, if they did before the stop reached them); then the run
+// ends cancelled.
+type RunCancelRequested struct {
+	ID string `msgpack:"id"`
+	At int64  `msgpack:"at"`
+}
+
+// RunRetried reruns a finished run that did not succeed: its failed,
+// skipped and cancelled tasks go back to pending with a fresh retry budget;
+// tasks that succeeded keep their outcome and output.
+type RunRetried struct {
+	ID string `msgpack:"id"`
+	At int64  `msgpack:"at"`
+}
+
+func (*RunCancelRequested) Kind() Kind { return KindRunCancel }
+func (*RunRetried) Kind() Kind         { return KindRunRetried }
+func (*WorkflowPut) Kind() Kind        { return KindWorkflowPut }
+func (*WorkflowDeleted) Kind() Kind    { return KindWorkflowDeleted }
+func (*RunCreated) Kind() Kind         { return KindRunCreated }
+func (*TaskDispatched) Kind() Kind     { return KindTaskDispatched }
+func (*TaskStarted) Kind() Kind        { return KindTaskStarted }
+func (*TaskFinished) Kind() Kind       { return KindTaskFinished }
+func (*TaskInterrupted) Kind() Kind    { return KindTaskInterrupted }
 
 func newRecord(k Kind) (Record, error) {
 	switch k {
@@ -139,6 +162,10 @@ func newRecord(k Kind) (Record, error) {
 		return &TaskFinished{}, nil
 	case KindTaskInterrupted:
 		return &TaskInterrupted{}, nil
+	case KindRunCancel:
+		return &RunCancelRequested{}, nil
+	case KindRunRetried:
+		return &RunRetried{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

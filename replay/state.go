@@ -10,17 +10,20 @@ import (
 type RunStatus string
 
 const (
-	RunPending RunStatus = "pending"
-	RunRunning RunStatus = "running"
-	RunSuccess RunStatus = "success"
-	RunFailed  RunStatus = "failed"
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunSuccess   RunStatus = "success"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
 )
 
 // Finished reports whether the run reached a terminal state.
-func (s RunStatus) Finished() bool { return s == RunSuccess || s == RunFailed }
+func (s RunStatus) Finished() bool { return s == RunSuccess || s == RunFailed || s == RunCancelled }
 
 // TaskStatus is a task's state:
-// pending → dispatched → running → success | failed, or pending → skipped.
+// pending → dispatched → running → success | failed | cancelled, or
+// pending → skipped | cancelled; failed attempts with retries left go back
+// to pending. A fan-out task is running while its instances run.
 type TaskStatus string
 
 const (
@@ -30,11 +33,12 @@ const (
 	Success    TaskStatus = "success"
 	Failed     TaskStatus = "failed"
 	Skipped    TaskStatus = "skipped"
+	Cancelled  TaskStatus = "cancelled"
 )
 
-// Terminal reports whether the task can no longer change.
+// Terminal reports whether the task can no longer change (until a rerun).
 func (s TaskStatus) Terminal() bool {
-	return s == Success || s == Failed || s == Skipped
+	return s == Success || s == Failed || s == Skipped || s == Cancelled
 }
 
 // InFlight reports whether an attempt was handed to an executor and has not
@@ -52,12 +56,15 @@ type State struct {
 	RunList   []*Run // in creation order
 	NextSeq   uint64 // creation sequence of the next task
 
-	ready readyQueue // derived: pending tasks whose dependencies succeeded
+	ready      readyQueue         // derived: pending tasks whose dependencies succeeded
+	mutexes    map[string][]*Task // derived: per mutex key, its unfinished tasks in creation order
+	activeRuns map[string]int     // derived: running runs per workflow
 }
 
 // New returns an empty state.
 func New() *State {
-	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{}}
+	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{},
+		mutexes: map[string][]*Task{}, activeRuns: map[string]int{}}
 }
 
 // Workflow is the current version of a workflow.
@@ -83,41 +90,92 @@ type Run struct {
 	CreatedAt  int64
 	StartedAt  int64
 	FinishedAt int64
-	Tasks      []*Task // in creation order
+	Tasks      []*Task // in creation order: the spec's tasks, then fan-out instances
+	// CancelRequested: a cancel was accepted; the run ends cancelled once
+	// its attempts in flight have stopped.
+	CancelRequested bool
 
 	active int // derived: tasks not terminal
 	failed int // derived: failed tasks
 }
 
-// Task is one task instance of a run.
+// Task is one task of a run: a spec task, or one instance of a fan-out.
 type Task struct {
 	Run           *Run
 	Index         int // position in Run.Tasks
+	SpecIndex     int // position of its definition in Run.Spec.Tasks
 	Name          string
 	Seq           uint64 // creation order across all runs
 	Status        TaskStatus
-	Attempt       int // attempts dispatched so far
-	Interruptions int // attempts lost to crashes
-	PID           int
-	StartTime     uint64
-	ExitCode      int
-	Error         string
-	Output        []byte
-	DispatchedAt  int64
-	StartedAt     int64
-	FinishedAt    int64
+	Attempt       int   // attempts dispatched so far
+	Failures      int   // failed attempts since the last rerun (retries spent + 1)
+	Interruptions int   // attempts lost to crashes
+	NotBefore     int64 // not dispatched before this time (retry backoff, delay)
+	MutexKey      string
+	Priority      int
 
-	Deps       []int // indexes of upstream tasks in Run.Tasks
-	Downstream []int // derived: indexes of tasks that depend on this one
-	waiting    int   // derived: upstream tasks not yet succeeded
-	queued     bool  // derived: in the ready queue
+	// Fan-out. A node (the spec task) expands into instances once ready.
+	Parent       int    // index of the node of an instance; -1 otherwise
+	Instance     int    // the instance's index, from 0
+	Count        int    // the node's number of instances (1 for a plain task)
+	Item         []byte // the foreach item, a JSON value
+	Instances    []int  // a node's instances, once expanded
+	Expanded     bool   // a node that expanded (possibly into zero instances)
+	PID          int
+	StartTime    uint64
+	ExitCode     int
+	Error        string
+	Output       []byte
+	DispatchedAt int64
+	StartedAt    int64
+	FinishedAt   int64
+
+	Deps       []int  // indexes of upstream tasks in Run.Tasks
+	Downstream []int  // derived: indexes of tasks that depend on this one
+	waiting    int    // derived: upstream tasks not yet done
+	queued     bool   // derived: in the ready queue
+	queueGen   uint32 // derived: bumped at every push, see readyQueue
+	instActive int    // derived, nodes: instances not terminal
+	instFailed int    // derived, nodes: instances failed or cancelled
+	instFlight int    // derived, nodes: instances dispatched or running
+}
+
+// Key is the task's name within its run: its name, and for an instance of
+// a fan-out its index in brackets ("process[3]").
+func (t *Task) Key() string {
+	if t.Parent < 0 {
+		return t.Name
+	}
+	return fmt.Sprintf("%s[%d]", t.Name, t.Instance)
 }
 
 // ID is the task's stable identity, given to executors and the API.
-func (t *Task) ID() string { return t.Run.ID + ":" + t.Name }
+func (t *Task) ID() string { return t.Run.ID + ":" + t.Key() }
 
 // Spec returns the task's definition in the pinned workflow.
-func (t *Task) Spec() *workflow.Task { return t.Run.Spec.Tasks[t.Index] }
+func (t *Task) Spec() *workflow.Task { return t.Run.Spec.Tasks[t.SpecIndex] }
+
+// IsNode reports a fan-out task, which runs through its instances and is
+// never dispatched itself.
+func (t *Task) IsNode() bool { return t.Parent < 0 && t.Spec().FansOut() }
+
+// Waiting is the number of upstream tasks not yet done.
+func (t *Task) Waiting() int { return t.waiting }
+
+// InFlightInstances is how many of a node's instances are in flight.
+func (t *Task) InFlightInstances() int { return t.instFlight }
+
+// MutexHolder returns the task that holds key: the earliest-created task
+// with that key that is not finished. Only it may run.
+func (s *State) MutexHolder(key string) *Task {
+	if q := s.mutexes[key]; len(q) > 0 {
+		return q[0]
+	}
+	return nil
+}
+
+// ActiveRuns is the number of running runs of a workflow.
+func (s *State) ActiveRuns(workflow string) int { return s.activeRuns[workflow] }
 
 // Task resolves a reference, or returns an error naming it.
 func (s *State) Task(ref TaskRef) (*Task, error) {

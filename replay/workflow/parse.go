@@ -170,7 +170,10 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 		case "tasks":
 			tasks, err = p.tasks(e.val, e.path)
 		default:
-			err = p.unknownKey(e, levelWorkflow)
+			var known bool
+			if known, err = p.workflowKey(spec, e); !known {
+				err = p.unknownKey(e, levelWorkflow)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -186,7 +189,7 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return spec, nil
+	return spec, p.checkSemantics(spec, tasks)
 }
 
 // params decodes the params mapping: parameter name to default value.
@@ -216,8 +219,9 @@ func (p *parser) params(n *yaml.Node, path string) (map[string]string, error) {
 // parsedTask is a task with the YAML nodes later checks point at.
 type parsedTask struct {
 	task      *Task
-	node      *yaml.Node // the task's mapping (or its key when the value is null)
-	dependsOn *yaml.Node // the depends_on value, nil when absent
+	node      *yaml.Node            // the task's mapping (or its key when the value is null)
+	dependsOn *yaml.Node            // the depends_on value, nil when absent
+	nodes     map[string]*yaml.Node // values of the semantics keys, for later checks
 }
 
 // tasks decodes the tasks mapping, in file order.
@@ -271,7 +275,10 @@ func (p *parser) task(te entry) (parsedTask, error) {
 			t.DependsOn, err = p.dependsOn(e.val, e.path)
 			pt.dependsOn = e.val
 		default:
-			err = p.unknownKey(e, levelTask)
+			var known bool
+			if known, err = p.taskKey(&pt, e); !known {
+				err = p.unknownKey(e, levelTask)
+			}
 		}
 		if err != nil {
 			return pt, err

@@ -207,7 +207,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: a\nnmae: b\ntasks: {a: {command: x}}\n", "etl.yaml: nmae: unknown key"},
 		{"unknown task key", "name: etl\ntasks:\n  extract:\n    comand: [x]\n", "etl.yaml: tasks.extract.comand: unknown key"},
 		{"not supported top-level key", "name: a\nschedule: '0 2 * * *'\ntasks: {a: {command: x}}\n", "etl.yaml: schedule: not supported yet in this version"},
-		{"not supported task key", "name: a\ntasks:\n  a: {command: x, retries: 3}\n", "etl.yaml: tasks.a.retries: not supported yet in this version"},
+		{"not supported task key", "name: a\ntasks:\n  a: {command: x, input_type: {}}\n", "etl.yaml: tasks.a.input_type: not supported yet in this version"},
 		{"task key at top level", "name: a\nretries: 3\ntasks: {a: {command: x}}\n", "etl.yaml: retries: unknown key"},
 		{"workflow key in task", "name: a\ntasks:\n  a: {command: x, schedule: daily}\n", "etl.yaml: tasks.a.schedule: unknown key"},
 		{"odd key quoted", "name: a\ntasks:\n  a: {command: x, \"bad key\": 1}\n", `etl.yaml: tasks.a."bad key": unknown key`},

@@ -10,6 +10,11 @@
 //   - Spec values are immutable once parsed: runs share them by pointer.
 package workflow
 
+import (
+	"strings"
+	"time"
+)
+
 // Spec is one version of a workflow, as parsed from its file.
 type Spec struct {
 	Name        string            `msgpack:"name" json:"name"`
@@ -21,6 +26,9 @@ type Spec struct {
 	// Dir is the folder of the workflow file, used to resolve relative paths
 	// (workdir). Empty when the workflow came through the API.
 	Dir string `msgpack:"dir,omitempty" json:"dir,omitempty"`
+	// MaxActiveRuns caps this workflow's runs in progress at once; later
+	// runs stay pending, in creation order. 0 = no cap.
+	MaxActiveRuns int `msgpack:"max_active_runs,omitempty" json:"max_active_runs,omitempty"`
 }
 
 // Task is one node of the DAG.
@@ -32,7 +40,82 @@ type Task struct {
 	Env       map[string]string `msgpack:"env,omitempty" json:"env,omitempty"`
 	Workdir   string            `msgpack:"workdir,omitempty" json:"workdir,omitempty"` // absolute after Parse when Dir is set
 	DependsOn []string          `msgpack:"depends_on,omitempty" json:"depends_on,omitempty"`
+
+	// Failure handling.
+	Retries          int           `msgpack:"retries,omitempty" json:"retries,omitempty"`             // extra attempts after a failure
+	RetryBackoff     *Backoff      `msgpack:"retry_backoff,omitempty" json:"retry_backoff,omitempty"` // nil = DefaultBackoff
+	Timeout          time.Duration `msgpack:"timeout,omitempty" json:"timeout,omitempty"`             // 0 = none
+	HeartbeatTimeout time.Duration `msgpack:"heartbeat_timeout,omitempty" json:"heartbeat_timeout,omitempty"`
+	StartTimeout     time.Duration `msgpack:"start_timeout,omitempty" json:"start_timeout,omitempty"`
+	OnFailure        string        `msgpack:"on_failure,omitempty" json:"on_failure,omitempty"`     // "" (skip) or "run"
+	OnInterrupt      string        `msgpack:"on_interrupt,omitempty" json:"on_interrupt,omitempty"` // "" (rerun) or "fail"
+
+	// Inputs are resolved when the task is dispatched and given to it in
+	// ORKWAL_INPUT under "inputs".
+	Inputs map[string]Input `msgpack:"inputs,omitempty" json:"inputs,omitempty"`
+
+	// Fan-out: at most one of Parallel, ParallelFrom and Foreach is set.
+	Parallel     int    `msgpack:"parallel,omitempty" json:"parallel,omitempty"`           // a fixed number of instances
+	ParallelFrom string `msgpack:"parallel_from,omitempty" json:"parallel_from,omitempty"` // "task.field": a count in an upstream output
+	Foreach      string `msgpack:"foreach,omitempty" json:"foreach,omitempty"`             // "task.field": one instance per item
+	Concurrency  int    `msgpack:"concurrency,omitempty" json:"concurrency,omitempty"`     // instances in flight at once; 0 = no cap
+
+	// Gates.
+	Mutex    string        `msgpack:"mutex,omitempty" json:"mutex,omitempty"` // key template, e.g. "db-{{params.db}}"
+	Priority int           `msgpack:"priority,omitempty" json:"priority,omitempty"`
+	Delay    time.Duration `msgpack:"delay,omitempty" json:"delay,omitempty"` // wait this long after becoming ready
 }
+
+// Backoff is the wait before retry n (from 1): Initial × Factor^(n-1),
+// capped at Max.
+type Backoff struct {
+	Initial time.Duration `msgpack:"initial" json:"initial"`
+	Max     time.Duration `msgpack:"max" json:"max"`
+	Factor  float64       `msgpack:"factor" json:"factor"`
+}
+
+// DefaultBackoff: exponential from 1 s, doubling, capped at 5 min.
+var DefaultBackoff = Backoff{Initial: time.Second, Max: 5 * time.Minute, Factor: 2}
+
+// Delay returns the wait before retry n (n ≥ 1).
+func (b Backoff) Delay(n int) time.Duration {
+	d := float64(b.Initial)
+	for i := 1; i < n && d < float64(b.Max); i++ {
+		d *= b.Factor
+	}
+	return time.Duration(min(d, float64(b.Max)))
+}
+
+// Input is one named input: a constant, or a reference to an upstream
+// task's output (Ref "tasks.<name>.output" or a field path below it).
+type Input struct {
+	Const []byte `msgpack:"const,omitempty" json:"const,omitempty"` // a JSON value
+	Ref   string `msgpack:"ref,omitempty" json:"ref,omitempty"`
+}
+
+// RefTask returns the task an input refers to and the field path below its
+// output ("tasks.up.output.a.b" gives "up", ["a", "b"]).
+func (in Input) RefTask() (string, []string) {
+	parts := strings.Split(in.Ref, ".")
+	if len(parts) < 3 {
+		return "", nil
+	}
+	return parts[1], parts[3:]
+}
+
+// FanOutSource returns the upstream task and output field a dynamic fan-out
+// reads ("discover.files" gives "discover", "files").
+func (t *Task) FanOutSource() (task, field string) {
+	src := t.ParallelFrom
+	if src == "" {
+		src = t.Foreach
+	}
+	task, field, _ = strings.Cut(src, ".")
+	return task, field
+}
+
+// FansOut reports whether the task runs as several instances.
+func (t *Task) FansOut() bool { return t.Parallel > 0 || t.ParallelFrom != "" || t.Foreach != "" }
 
 // Lookup returns the task named name, or nil.
 func (s *Spec) Lookup(name string) *Task {

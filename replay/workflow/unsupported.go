@@ -15,32 +15,19 @@ const (
 // teach Parse the key in the same change).
 var notSupportedYet = map[string]level{
 	// Workflow level.
-	"types":           levelWorkflow,
-	"schedule":        levelWorkflow,
-	"max_active_runs": levelWorkflow,
-	"catchup":         levelWorkflow,
-	"overlap":         levelWorkflow,
+	"types":    levelWorkflow,
+	"schedule": levelWorkflow,
+	"catchup":  levelWorkflow,
+	"overlap":  levelWorkflow,
 
 	// Task level.
-	"retries":       levelTask,
-	"retry_backoff": levelTask,
-	"timeout":       levelTask,
-	"inputs":        levelTask,
-	"input_type":    levelTask,
-	"output_type":   levelTask,
-	"file":          levelTask,
-	"module":        levelTask,
-	"function":      levelTask,
-	"job":           levelTask, // Ork's cloudrun executor
-	"python":        levelTask,
-	"parallel":      levelTask,
-	"foreach":       levelTask,
-	"concurrency":   levelTask,
-	"on_failure":    levelTask,
-	"mutex":         levelTask,
-	"priority":      levelTask,
-	"delay":         levelTask,
-	"on_interrupt":  levelTask,
+	"input_type":  levelTask,
+	"output_type": levelTask,
+	"file":        levelTask,
+	"module":      levelTask,
+	"function":    levelTask,
+	"job":         levelTask, // Ork's cloudrun executor
+	"python":      levelTask,
 }
 
 // executors this build runs. The first is the default.

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+)
+
+// DefaultStartTimeout: a dispatched attempt that has not started by then
+// fails with "never started" (seed 001's 5 minutes).
+const DefaultStartTimeout = 5 * time.Minute
+
+type deadlineKind uint8
+
+const (
+	timeoutDeadline   deadlineKind = iota + 1 // the task's timeout
+	startDeadline                             // never started
+	heartbeatDeadline                         // stale heartbeat
+)
+
+// deadline is a time at which the loop must look at an attempt.
+type deadline struct {
+	at      int64
+	taskID  string
+	attempt int
+	kind    deadlineKind
+}
+
+// deadlines is a min-heap by time, owned by the loop.
+type deadlines []deadline
+
+func (h deadlines) Len() int           { return len(h) }
+func (h deadlines) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlines) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}
+
+// armDeadlines records the deadlines of an attempt just dispatched.
+func (e *Engine) armDeadlines(a *attempt, now int64) {
+	spec := a.spec
+	if spec.Timeout > 0 {
+		heap.Push(&e.deadlines, deadline{at: now + int64(spec.Timeout), taskID: a.taskID, attempt: a.number, kind: timeoutDeadline})
+	}
+	start := spec.StartTimeout
+	if start == 0 {
+		start = DefaultStartTimeout
+	}
+	heap.Push(&e.deadlines, deadline{at: now + int64(start), taskID: a.taskID, attempt: a.number, kind: startDeadline})
+	if spec.HeartbeatTimeout > 0 {
+		heap.Push(&e.deadlines, deadline{at: now + int64(spec.HeartbeatTimeout), taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})
+	}
+}
+
+// expireDeadlines stops every attempt whose deadline has passed; its
+// Finished event then records the reason. Called under the write lock.
+func (e *Engine) expireDeadlines(now int64, out *turnOutput) {
+	for len(e.deadlines) > 0 && e.deadlines[0].at <= now {
+		d := heap.Pop(&e.deadlines).(deadline)
+		a := e.attempts[d.taskID]
+		if a == nil || a.number != d.attempt || a.failReason != "" || a.stopped {
+			continue
+		}
+		if reason := e.expired(a, d, now); reason != "" {
+			a.failReason = reason
+			out.stops = append(out.stops, a)
+		}
+	}
+}
+
+// expired returns why an attempt fails at deadline d, or "" if it does not
+// (a heartbeat deadline that was renewed is pushed again).
+func (e *Engine) expired(a *attempt, d deadline, now int64) string {
+	switch d.kind {
+	case timeoutDeadline:
+		return fmt.Sprintf("timeout after %s", a.spec.Timeout)
+	case startDeadline:
+		if !a.started {
+			return fmt.Sprintf("never started (no start reported within %s)", time.Duration(d.at-a.dispatchedAt))
+		}
+	case heartbeatDeadline:
+		next := a.lastBeat + int64(a.spec.HeartbeatTimeout)
+		if next > now {
+			heap.Push(&e.deadlines, deadline{at: next, taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})
+			return ""
+		}
+		return fmt.Sprintf("heartbeat timeout (none for %s)", a.spec.HeartbeatTimeout)
+	}
+	return ""
+}
+
+// nextWake is when the loop must wake up without an event: the earliest
+// deadline or not_before (0 = never).
+func (e *Engine) nextWake(notBefore int64) int64 {
+	wake := notBefore
+	if len(e.deadlines) > 0 && (wake == 0 || e.deadlines[0].at < wake) {
+		wake = e.deadlines[0].at
+	}
+	return wake
+}

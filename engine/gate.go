@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+)
+
+// gate decides whether a ready task may be dispatched now (seed 004's
+// PENDING → AVAILABLE checks). One gate lives for one dispatch pass and
+// counts what the pass has already taken.
+type gate struct {
+	e        *Engine
+	now      int64
+	wake     int64          // earliest not_before still in the future (0 = none)
+	nodeKey  map[string]int // run:node → instances taken this pass
+	starting map[string]int // workflow → runs started this pass
+	runTaken map[string]bool
+}
+
+func newGate(e *Engine, now int64) *gate {
+	return &gate{e: e, now: now, nodeKey: map[string]int{}, starting: map[string]int{}, runTaken: map[string]bool{}}
+}
+
+// blocked returns why t may not be dispatched now, or "" if it may. The
+// reasons are the waiting causes the API shows.
+func (g *gate) blocked(t *replay.Task) string {
+	st := g.e.state
+	spec := t.Spec()
+	if t.NotBefore > g.now {
+		if g.wake == 0 || t.NotBefore < g.wake {
+			g.wake = t.NotBefore
+		}
+		return "not before " + ts(t.NotBefore).Format(time.RFC3339) + " (retry backoff or delay)"
+	}
+	if max := t.Run.Spec.MaxActiveRuns; max > 0 && t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] &&
+		st.ActiveRuns(t.Run.Workflow)+g.starting[t.Run.Workflow] >= max {
+		return fmt.Sprintf("workflow %s has %d active runs (max_active_runs %d)", t.Run.Workflow, st.ActiveRuns(t.Run.Workflow), max)
+	}
+	if t.Parent >= 0 && spec.Concurrency > 0 {
+		node := t.Run.Tasks[t.Parent]
+		if n := node.InFlightInstances() + g.nodeKey[node.ID()]; n >= spec.Concurrency {
+			return fmt.Sprintf("%d instances of %s running (concurrency %d)", n, node.Name, spec.Concurrency)
+		}
+	}
+	if t.MutexKey != "" {
+		if h := st.MutexHolder(t.MutexKey); h != t {
+			return fmt.Sprintf("mutex %q held by %s", t.MutexKey, h.ID())
+		}
+	}
+	return ""
+}
+
+// take counts t as dispatched in this pass.
+func (g *gate) take(t *replay.Task) {
+	if t.Parent >= 0 {
+		g.nodeKey[t.Run.Tasks[t.Parent].ID()]++
+	}
+	if t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] {
+		g.runTaken[t.Run.ID] = true
+		g.starting[t.Run.Workflow]++
+	}
+}
+
+// waitingOn lists why a pending task is not running, for the API: its
+// unfinished dependencies, or the gate that holds it, or full slots.
+// Called under the read lock.
+func (e *Engine) waitingOn(t *replay.Task) []string {
+	if t.Status != replay.Pending {
+		return nil
+	}
+	if t.Waiting() > 0 {
+		var deps []string
+		for _, d := range t.Deps {
+			if up := t.Run.Tasks[d]; !up.Status.Terminal() {
+				deps = append(deps, "upstream "+up.Key())
+			}
+		}
+		return deps
+	}
+	if reason := newGate(e, e.cfg.Clock.Now().UnixNano()).blocked(t); reason != "" {
+		return []string{reason}
+	}
+	if e.inflight >= e.cfg.MaxConcurrent {
+		return []string{fmt.Sprintf("executor slots full (%d of %d in use)", e.inflight, e.cfg.MaxConcurrent)}
+	}
+	return []string{"ready: dispatching"}
+}

@@ -1,0 +1,182 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// release is called when t's dependencies are done: a fan-out node expands,
+// any other task becomes ready (after its delay).
+func (s *State) release(t *Task, at int64) {
+	switch {
+	case t.Run.CancelRequested:
+		t.Error = "cancelled"
+		s.cancel(t, at)
+	case t.IsNode() && !t.Expanded:
+		s.expand(t, at)
+	default:
+		if d := t.Spec().Delay; d > 0 && t.NotBefore == 0 {
+			t.NotBefore = at + int64(d)
+		}
+		s.ready.push(t)
+	}
+}
+
+func (s *State) succeed(t *Task, at int64) { s.end(t, Success, at) }
+func (s *State) fail(t *Task, at int64)    { s.end(t, Failed, at) }
+func (s *State) cancel(t *Task, at int64)  { s.end(t, Cancelled, at) }
+
+// attemptFailed retries t after its backoff while retries remain, and fails
+// it otherwise.
+func (s *State) attemptFailed(t *Task, at int64) {
+	t.Failures++
+	spec := t.Spec()
+	if t.Failures > spec.Retries {
+		s.fail(t, at)
+		return
+	}
+	backoff := workflow.DefaultBackoff
+	if spec.RetryBackoff != nil {
+		backoff = *spec.RetryBackoff
+	}
+	t.Status, t.PID, t.StartTime = Pending, 0, 0
+	t.NotBefore = at + int64(backoff.Delay(t.Failures))
+	s.ready.push(t)
+}
+
+// end moves t to a terminal status and propagates: to its fan-out node, to
+// its downstream tasks, and to its run.
+func (s *State) end(t *Task, status TaskStatus, at int64) {
+	s.ready.drop(t)
+	s.mutexRemove(t)
+	t.Status, t.FinishedAt = status, at
+	t.Run.active--
+	if status == Failed {
+		t.Run.failed++
+	}
+	if t.Parent >= 0 {
+		s.instanceEnded(t, at)
+	}
+	s.notifyDownstream(t, at)
+	s.maybeFinishRun(t.Run, at)
+}
+
+// notifyDownstream releases or skips the tasks that depend on t. A task with
+// on_failure: run waits for its upstream to end whatever the outcome; any
+// other task needs it to succeed and is skipped otherwise.
+func (s *State) notifyDownstream(t *Task, at int64) {
+	for _, d := range t.Downstream {
+		dt := t.Run.Tasks[d]
+		if dt.Status != Pending || dt.Expanded {
+			continue
+		}
+		if t.Status == Success || dt.Spec().OnFailure == "run" {
+			dt.waiting--
+			if dt.waiting == 0 {
+				s.release(dt, at)
+			}
+			continue
+		}
+		dt.Error = "upstream task " + t.Key() + " did not succeed"
+		s.end(dt, Skipped, at)
+	}
+}
+
+// maybeFinishRun applies seed 001's check_run_completion.
+func (s *State) maybeFinishRun(run *Run, at int64) {
+	if run.active > 0 || run.Status.Finished() {
+		return
+	}
+	if run.Status == RunRunning {
+		s.activeRuns[run.Workflow]--
+	}
+	switch {
+	case run.CancelRequested:
+		run.Status = RunCancelled
+	case run.failed > 0:
+		run.Status = RunFailed
+	default:
+		run.Status = RunSuccess
+	}
+	run.FinishedAt = at
+	if run.StartedAt == 0 {
+		run.StartedAt = at
+	}
+}
+
+// rerun puts a finished run's failed, skipped and cancelled tasks back to
+// pending, keeping every success and its output.
+func (s *State) rerun(run *Run, at int64) {
+	for _, t := range run.Tasks {
+		if t.Status == Failed || t.Status == Skipped || t.Status == Cancelled {
+			s.reset(t)
+		}
+	}
+	run.failed, run.active, run.CancelRequested, run.FinishedAt = 0, 0, false, 0
+	for _, t := range run.Tasks {
+		if !t.Status.Terminal() {
+			run.active++
+		}
+	}
+	run.Status = RunPending
+	if run.StartedAt != 0 {
+		run.Status = RunRunning
+		s.activeRuns[run.Workflow]++
+	}
+	s.recountNodes(run)
+	for _, t := range run.Tasks {
+		if t.Status == Pending && t.Parent < 0 {
+			t.waiting = s.waitingOn(t)
+		}
+	}
+	for _, t := range run.Tasks {
+		if t.Status == Pending && (t.Parent >= 0 || t.waiting == 0) {
+			s.release(t, at)
+		}
+	}
+}
+
+// reset returns a task to pending with a fresh retry budget. An expanded
+// node goes back to running: its own instances are reset one by one.
+func (s *State) reset(t *Task) {
+	t.Failures, t.Interruptions, t.NotBefore = 0, 0, 0
+	t.Error, t.ExitCode, t.Output, t.FinishedAt = "", 0, nil, 0
+	if t.Expanded {
+		t.Status = Running
+		return
+	}
+	t.Status = Pending
+	if t.MutexKey != "" {
+		s.mutexPush(t)
+	}
+}
+
+// waitingOn counts t's upstream tasks that are not done for it.
+func (s *State) waitingOn(t *Task) int {
+	n := 0
+	runAnyway := t.Spec().OnFailure == "run"
+	for _, d := range t.Deps {
+		st := t.Run.Tasks[d].Status
+		if st != Success && !(runAnyway && st.Terminal()) {
+			n++
+		}
+	}
+	return n
+}
+
+// describeFailure summarizes a node's failed instances.
+func describeFailure(n *Task) string {
+	var names []string
+	for _, i := range n.Instances {
+		if st := n.Run.Tasks[i].Status; st == Failed || st == Cancelled {
+			names = append(names, n.Run.Tasks[i].Key())
+			if len(names) == 5 {
+				names = append(names, "...")
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d instances did not succeed: %s", n.instFailed, len(n.Instances), strings.Join(names, ", "))
+}

@@ -1,0 +1,256 @@
+package replay
+
+import (
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// sim drives a state like a minimal engine: it dispatches ready tasks whose
+// not_before has passed, and finishes them as told.
+type sim struct {
+	t   *testing.T
+	s   *State
+	now int64
+}
+
+func newSim(t *testing.T, spec *workflow.Spec, runs ...string) *sim {
+	m := &sim{t: t, s: New(), now: 1}
+	mustApply(t, m.s, &WorkflowPut{Spec: spec, At: m.now})
+	for _, id := range runs {
+		m.apply(&RunCreated{ID: id, Workflow: spec.Name, Version: 1, At: m.now})
+	}
+	return m
+}
+
+func (m *sim) apply(r Record) {
+	m.t.Helper()
+	if err := m.s.Apply(r); err != nil {
+		m.t.Fatalf("apply %s: %v", r.Kind(), err)
+	}
+}
+
+// ready lists ready task keys in dispatch order, with their runs.
+func (m *sim) ready() []string {
+	var out []string
+	m.s.EachReady(func(t *Task) bool {
+		if t.NotBefore <= m.now {
+			out = append(out, t.Run.ID+"/"+t.Key())
+		}
+		return true
+	})
+	return out
+}
+
+func (m *sim) task(run, key string) *Task {
+	for _, t := range m.s.Runs[run].Tasks {
+		if t.Key() == key {
+			return t
+		}
+	}
+	m.t.Fatalf("no task %s/%s", run, key)
+	return nil
+}
+
+// run dispatches and finishes one task attempt with an outcome and output.
+func (m *sim) run(run, key string, ok bool, output string) {
+	m.t.Helper()
+	t := m.task(run, key)
+	ref := TaskRef{Run: run, Task: t.Index}
+	m.now++
+	m.apply(&TaskDispatched{TaskRef: ref, Attempt: t.Attempt + 1, At: m.now})
+	var out []byte
+	if output != "" {
+		out = []byte(output)
+	}
+	m.apply(&TaskFinished{TaskRef: ref, Attempt: t.Attempt, OK: ok, Output: out, At: m.now})
+}
+
+func task(name string, deps ...string) *workflow.Task {
+	return &workflow.Task{Name: name, Executor: "noop", DependsOn: deps}
+}
+
+func TestRetriesWithBackoff(t *testing.T) {
+	a := task("a")
+	a.Retries = 2
+	a.RetryBackoff = &workflow.Backoff{Initial: time.Second, Max: time.Minute, Factor: 10}
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{a}}, "r")
+	m.run("r", "a", false, "")
+	ta := m.task("r", "a")
+	if ta.Status != Pending || ta.NotBefore != m.now+int64(time.Second) || len(m.ready()) != 0 {
+		t.Fatalf("after failure 1: %s not_before %d (now %d), ready %v", ta.Status, ta.NotBefore, m.now, m.ready())
+	}
+	m.now = ta.NotBefore
+	m.run("r", "a", false, "")
+	if ta.NotBefore != m.now+int64(10*time.Second) {
+		t.Fatalf("second backoff %d, want 10s", ta.NotBefore-m.now)
+	}
+	m.now = ta.NotBefore
+	m.run("r", "a", false, "")
+	if ta.Status != Failed || ta.Attempt != 3 || m.s.Runs["r"].Status != RunFailed {
+		t.Fatalf("after 3 failures with 2 retries: %s attempt %d run %s", ta.Status, ta.Attempt, m.s.Runs["r"].Status)
+	}
+}
+
+func TestOnFailureRunRunsCleanup(t *testing.T) {
+	cleanup := task("cleanup", "work")
+	cleanup.OnFailure = "run"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("work"), task("after", "work"), cleanup}}, "r")
+	m.run("r", "work", false, "")
+	if m.task("r", "after").Status != Skipped {
+		t.Fatal("a normal downstream task must be skipped")
+	}
+	if got := m.ready(); len(got) != 1 || got[0] != "r/cleanup" {
+		t.Fatalf("ready %v, want the cleanup task", got)
+	}
+	m.run("r", "cleanup", true, "")
+	if m.s.Runs["r"].Status != RunFailed {
+		t.Fatalf("run %s: a cleanup's success does not clear the failure", m.s.Runs["r"].Status)
+	}
+}
+
+func TestCancelStopsPendingAndEndsCancelled(t *testing.T) {
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("a"), task("b"), task("c", "a")}}, "r")
+	ta := m.task("r", "a")
+	m.apply(&TaskDispatched{TaskRef: TaskRef{Run: "r", Task: ta.Index}, Attempt: 1, At: 2})
+	m.apply(&RunCancelRequested{ID: "r", At: 3})
+	if m.task("r", "b").Status != Cancelled || m.task("r", "c").Status != Cancelled || m.s.Runs["r"].Status != RunRunning {
+		t.Fatalf("after cancel: b %s c %s run %s", m.task("r", "b").Status, m.task("r", "c").Status, m.s.Runs["r"].Status)
+	}
+	if err := m.s.Apply(&RunCancelRequested{ID: "r", At: 4}); err == nil {
+		t.Fatal("a second cancel applied")
+	}
+	m.apply(&TaskFinished{TaskRef: TaskRef{Run: "r", Task: ta.Index}, Attempt: 1, Error: "stopped", At: 5})
+	if ta.Status != Cancelled || m.s.Runs["r"].Status != RunCancelled {
+		t.Fatalf("after the attempt stopped: a %s run %s", ta.Status, m.s.Runs["r"].Status)
+	}
+	if err := m.s.Apply(&RunCancelRequested{ID: "r", At: 6}); err == nil {
+		t.Fatal("cancel of a finished run applied")
+	}
+}
+
+func TestRerunKeepsSuccesses(t *testing.T) {
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("a"), task("b", "a"), task("c", "b")}}, "r")
+	m.run("r", "a", true, `{"x":1}`)
+	m.run("r", "b", false, "")
+	if m.s.Runs["r"].Status != RunFailed {
+		t.Fatal("run should have failed")
+	}
+	m.apply(&RunRetried{ID: "r", At: 100})
+	run := m.s.Runs["r"]
+	if run.Status != RunRunning || m.task("r", "a").Status != Success || string(m.task("r", "a").Output) != `{"x":1}` {
+		t.Fatalf("after rerun: run %s a %s", run.Status, m.task("r", "a").Status)
+	}
+	if got := m.ready(); len(got) != 1 || got[0] != "r/b" || m.task("r", "c").Status != Pending {
+		t.Fatalf("after rerun ready %v c %s", got, m.task("r", "c").Status)
+	}
+	m.run("r", "b", true, "")
+	m.run("r", "c", true, "")
+	if run.Status != RunSuccess || m.task("r", "b").Attempt != 2 {
+		t.Fatalf("rerun ended %s, b attempt %d", run.Status, m.task("r", "b").Attempt)
+	}
+	if err := m.s.Apply(&RunRetried{ID: "r", At: 200}); err == nil {
+		t.Fatal("retry of a successful run applied")
+	}
+}
+
+func TestFanOut(t *testing.T) {
+	fixed := task("fixed", "discover")
+	fixed.Parallel = 2
+	each := task("each", "discover")
+	each.Foreach = "discover.files"
+	count := task("count", "discover")
+	count.ParallelFrom = "discover.n"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("discover"), fixed, each, count, task("join", "each")}}, "r")
+	m.run("r", "discover", true, `{"files": ["a.csv", "b.csv", "c.csv"], "n": 0}`)
+	want := []string{"r/fixed[0]", "r/fixed[1]", "r/each[0]", "r/each[1]", "r/each[2]"}
+	if got := m.ready(); len(got) != len(want) {
+		t.Fatalf("ready %v, want %v", got, want)
+	}
+	if c := m.task("r", "count"); c.Status != Success || string(c.Output) != "[]" {
+		t.Fatalf("zero instances: %s %s", c.Status, c.Output)
+	}
+	if it := m.task("r", "each[1]"); string(it.Item) != `"b.csv"` || it.Count != 3 {
+		t.Fatalf("each[1] item %s count %d", it.Item, it.Count)
+	}
+	for i, f := range []string{"a", "b", "c"} {
+		m.run("r", "each["+string(rune('0'+i))+"]", true, `"`+f+`"`)
+	}
+	if n := m.task("r", "each"); n.Status != Success || string(n.Output) != `["a","b","c"]` {
+		t.Fatalf("node after its instances: %s %s", n.Status, n.Output)
+	}
+	if got := m.ready(); len(got) != 3 || got[0] != "r/join" {
+		t.Fatalf("ready %v, want join (created before the instances) then fixed[0], fixed[1]", got)
+	}
+	m.run("r", "fixed[0]", true, "")
+	m.run("r", "fixed[1]", false, "")
+	if n := m.task("r", "fixed"); n.Status != Failed || n.Error != "1 of 2 instances did not succeed: fixed[1]" {
+		t.Fatalf("fixed node: %s %q", n.Status, n.Error)
+	}
+}
+
+func TestFanOutBadSourceFailsNode(t *testing.T) {
+	each := task("each", "discover")
+	each.Foreach = "discover.files"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("discover"), each}}, "r")
+	m.run("r", "discover", true, `{"files": 3}`)
+	if n := m.task("r", "each"); n.Status != Failed || n.Error != "foreach: discover.files is 3, not a list" {
+		t.Fatalf("node %s %q", n.Status, n.Error)
+	}
+}
+
+func TestMutexGrantedInCreationOrder(t *testing.T) {
+	mig := task("migrate")
+	mig.Mutex = "db-{{params.db}}"
+	spec := &workflow.Spec{Name: "w", Params: map[string]string{"db": "x"}, Tasks: []*workflow.Task{mig}}
+	m := newSim(t, spec)
+	for _, r := range []struct{ id, db string }{{"r1", "a"}, {"r2", "b"}, {"r3", "a"}} {
+		m.apply(&RunCreated{ID: r.id, Workflow: "w", Version: 1, Params: map[string]string{"db": r.db}, At: 2})
+	}
+	if h := m.s.MutexHolder("db-a"); h == nil || h.Run.ID != "r1" {
+		t.Fatalf("holder of db-a %v, want r1", h)
+	}
+	m.run("r1", "migrate", true, "")
+	if h := m.s.MutexHolder("db-a"); h == nil || h.Run.ID != "r3" {
+		t.Fatalf("holder of db-a after r1 %v, want r3", h)
+	}
+	if h := m.s.MutexHolder("db-b"); h == nil || h.Run.ID != "r2" {
+		t.Fatal("db-b is held by r2")
+	}
+}
+
+func TestPriorityOrdersReadyWork(t *testing.T) {
+	hi := task("hi")
+	hi.Priority = 10
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("lo"), hi}}, "r1", "r2")
+	want := []string{"r1/hi", "r2/hi", "r1/lo", "r2/lo"}
+	got := m.ready()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("ready %v, want %v", got, want)
+		}
+	}
+}
+
+func TestOnInterruptFail(t *testing.T) {
+	a := task("a")
+	a.OnInterrupt = "fail"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{a}}, "r")
+	ref := TaskRef{Run: "r", Task: 0}
+	m.apply(&TaskDispatched{TaskRef: ref, Attempt: 1, At: 2})
+	m.apply(&TaskInterrupted{TaskRef: ref, Attempt: 1, At: 3})
+	if ta := m.task("r", "a"); ta.Status != Failed || m.s.Runs["r"].Status != RunFailed {
+		t.Fatalf("on_interrupt fail: %s, run %s", ta.Status, m.s.Runs["r"].Status)
+	}
+}
+
+func TestDelaySetsNotBefore(t *testing.T) {
+	b := task("b", "a")
+	b.Delay = time.Minute
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("a"), b}}, "r")
+	m.run("r", "a", true, "")
+	if tb := m.task("r", "b"); tb.NotBefore != m.now+int64(time.Minute) {
+		t.Fatalf("b not_before %d, want now+1m", tb.NotBefore-m.now)
+	}
+}
