@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/orkwal/orkwal/engine"
@@ -47,6 +48,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /workflows/{name}/runs", s.trigger)
 	s.mux.HandleFunc("GET /runs", s.listRuns)
 	s.mux.HandleFunc("GET /runs/{id}", s.getRun)
+	s.mux.HandleFunc("POST /runs/{id}/cancel", s.cancelRun)
+	s.mux.HandleFunc("POST /runs/{id}/retry", s.retryRun)
 	s.mux.HandleFunc("GET /runs/{id}/tasks", s.listTasks)
 	s.mux.HandleFunc("GET /runs/{id}/tasks/{name}/logs", s.taskLogs)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -206,6 +209,28 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	s.runAction(w, r, s.eng.CancelRun)
+}
+
+func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
+	s.runAction(w, r, s.eng.RetryRun)
+}
+
+// runAction answers with the run once the action is durable.
+func (s *Server) runAction(w http.ResponseWriter, r *http.Request, act func(string) (engine.RunView, error)) {
+	id, ok := s.runID(w, r)
+	if !ok {
+		return
+	}
+	run, err := act(id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	run, ok := s.run(w, r)
 	if ok {
@@ -218,7 +243,7 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	task, ok := s.name(w, r, "name", "task")
+	task, ok := s.taskKey(w, r)
 	if !ok {
 		return
 	}
@@ -276,6 +301,24 @@ func (s *Server) runID(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return "", false
 	}
 	return id, true
+}
+
+// taskKey checks a task's key in a run: a name, or name[N] for an instance.
+func (s *Server) taskKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	v := r.PathValue("name")
+	name, index, hasIndex := strings.Cut(v, "[")
+	if hasIndex {
+		n, err := strconv.Atoi(strings.TrimSuffix(index, "]"))
+		if err != nil || n < 0 || !strings.HasSuffix(index, "]") || strconv.Itoa(n)+"]" != index {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("task %q: an instance is written name[N]", v))
+			return "", false
+		}
+	}
+	if !workflow.ValidName(name) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("task name %q: %s", v, workflow.NameRule))
+		return "", false
+	}
+	return v, true
 }
 
 func (s *Server) name(w http.ResponseWriter, r *http.Request, param, what string) (string, bool) {

@@ -29,16 +29,18 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
-	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet,
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, KillGrace: time.Second,
 		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng.Start()
-	srv := httptest.NewServer(New(eng, quiet))
+	srv := newServer(eng)
 	t.Cleanup(func() { srv.Close(); eng.Close() })
 	return &fixture{t: t, dir: dir, eng: eng, srv: srv}
 }
+
+func newServer(eng *engine.Engine) *httptest.Server { return httptest.NewServer(New(eng, quiet)) }
 
 func (f *fixture) do(method, path, body string) (int, string) {
 	f.t.Helper()

@@ -116,18 +116,18 @@ func orNone(xs []string) string {
 
 // CancelRun cancels a run: pending tasks are cancelled at once, running
 // attempts get SIGTERM then SIGKILL, and the run ends cancelled. Cancelling
-// a run already being cancelled changes nothing; a finished run is a
-// conflict.
+// a run that is being or was cancelled changes nothing (idempotent); a run
+// that ended success or failed is a conflict.
 func (e *Engine) CancelRun(id string) (RunView, error) {
 	_, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
 		run, ok := st.Runs[id]
 		switch {
 		case !ok:
 			return nil, nil, fmt.Errorf("%w: run %q", ErrNotFound, id)
+		case run.CancelRequested || run.Status == replay.RunCancelled:
+			return nil, nil, nil // idempotent
 		case run.Status.Finished():
-			return nil, nil, fmt.Errorf("%w: run %s is already %s", ErrConflict, id, run.Status)
-		case run.CancelRequested:
-			return nil, nil, nil
+			return nil, nil, fmt.Errorf("%w: run %s already ended %s", ErrConflict, id, run.Status)
 		}
 		return &replay.RunCancelRequested{ID: id, At: now}, nil, nil
 	})
