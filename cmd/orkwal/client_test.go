@@ -331,3 +331,31 @@ func TestServerError(t *testing.T) {
 		t.Errorf("stderr %q", errOut)
 	}
 }
+
+func TestCancelAndRetry(t *testing.T) {
+	url := cliDaemon(t, executors.NewProcess(executors.ProcessConfig{KillGrace: time.Second}))
+	marker := filepath.Join(t.TempDir(), "ok")
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "w.yaml", `name: w
+tasks:
+  gate: {command: 'test -f `+marker+`'}
+  slow: {command: exec sleep 30, depends_on: [gate]}
+`))
+	out, _ := mustCLI(t, exitFailure, "trigger", "--addr", url, "--wait", "w")
+	id := strings.SplitN(out, "\n", 2)[0]
+	if _, errOut := mustCLI(t, exitFailure, "cancel", "--addr", url, id); !strings.Contains(errOut, "already ended failed") {
+		t.Fatalf("cancel of a failed run: %s", errOut)
+	}
+	os.WriteFile(marker, nil, 0o644)
+	out, _ = mustCLI(t, exitOK, "retry", "--addr", url, id)
+	if !strings.Contains(out, "run "+id+": running") {
+		t.Fatalf("retry: %q", out)
+	}
+	out, _ = mustCLI(t, exitOK, "cancel", "--addr", url, id)
+	if !strings.Contains(out, "run "+id+": ") {
+		t.Fatalf("cancel: %q", out)
+	}
+	out, _ = mustCLI(t, exitOK, "show", "--addr", url, id)
+	if !strings.Contains(out, "(cancelling)") && !strings.Contains(out, "status:   cancelled") {
+		t.Fatalf("show after cancel:\n%s", out)
+	}
+}

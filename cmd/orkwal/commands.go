@@ -25,7 +25,7 @@ const pollInterval = 200 * time.Millisecond
 func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
-		showCommand(), logsCommand(), workflowsCommand(),
+		showCommand(), logsCommand(), workflowsCommand(), cancelCommand(), retryCommand(),
 	}
 }
 
@@ -105,6 +105,52 @@ func showCommand() *cli.Command {
 		Flags:     []cli.Flag{outputFlag()},
 		Action:    showAction,
 	}, true)
+}
+
+func cancelCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "cancel",
+		Usage:     "cancel a run: pending tasks are cancelled, running ones get SIGTERM, then SIGKILL",
+		ArgsUsage: "RUN",
+		Flags:     []cli.Flag{outputFlag()},
+		Action:    func(c *cli.Context) error { return runVerb(c, "cancel") },
+	}, true)
+}
+
+func retryCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:      "retry",
+		Usage:     "rerun a failed or cancelled run: its failed, skipped and cancelled tasks run again",
+		ArgsUsage: "RUN",
+		Flags: []cli.Flag{outputFlag(),
+			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends; exit 1 if it does not succeed"}},
+		Action: func(c *cli.Context) error { return runVerb(c, "retry") },
+	}, true)
+}
+
+// runVerb posts /runs/RUN/<verb> and prints the run's status after it.
+func runVerb(c *cli.Context, verb string) error {
+	s, args, err := startSession(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	var run engine.RunView
+	_, raw, err := s.cl.postJSON(s.ctx, "/runs/"+url.PathEscape(args[0])+"/"+verb, nil, struct{}{}, &run)
+	if err != nil {
+		return fmt.Errorf("%s run %s: %w", verb, args[0], err)
+	}
+	if c.Bool("wait") {
+		return s.wait(run.ID)
+	}
+	if s.json {
+		return s.writeRaw(raw)
+	}
+	status := run.Status
+	if run.CancelRequested {
+		status += " (cancelling: stopping its running tasks)"
+	}
+	fmt.Fprintf(s.out, "run %s: %s\n", run.ID, status)
+	return nil
 }
 
 func logsCommand() *cli.Command {
@@ -286,7 +332,12 @@ func (s *session) wait(id string) error {
 	return nil
 }
 
-// follow polls the run until it is success or failed and returns its last
+// finished reports a run status that no longer changes.
+func finished(status string) bool {
+	return status == "success" || status == "failed" || status == "cancelled"
+}
+
+// follow polls the run until it has ended and returns its last
 // state, decoded and raw. prog, when not nil, is told every state seen.
 func (s *session) follow(id string, prog *progress) (engine.RunView, []byte, error) {
 	tick := time.NewTicker(pollInterval)
@@ -300,7 +351,7 @@ func (s *session) follow(id string, prog *progress) (engine.RunView, []byte, err
 		if prog != nil {
 			prog.update(run)
 		}
-		if run.Status == "success" || run.Status == "failed" {
+		if finished(run.Status) {
 			return run, raw, nil
 		}
 		select {

@@ -102,6 +102,13 @@ func writeWorkflows(w io.Writer, wfs []engine.WorkflowView) error {
 	return t.flush()
 }
 
+func cancelling(r engine.RunView) string {
+	if r.CancelRequested {
+		return " (cancelling)"
+	}
+	return ""
+}
+
 // writeRun prints a run's header, then its task table.
 func writeRun(w io.Writer, r engine.RunView) error {
 	finished := stamp(r.FinishedAt)
@@ -111,7 +118,7 @@ func writeRun(w io.Writer, r engine.RunView) error {
 	fields := [][2]string{
 		{"run:", r.ID},
 		{"workflow:", fmt.Sprintf("%s@%d", r.Workflow, r.Version)},
-		{"status:", r.Status},
+		{"status:", r.Status + cancelling(r)},
 		{"trigger:", orDash(r.Trigger)},
 		{"params:", orDash(formatParams(r.Params))},
 		{"created:", stamp(&r.CreatedAt)},
@@ -126,7 +133,7 @@ func writeRun(w io.Writer, r engine.RunView) error {
 }
 
 func writeTasks(w io.Writer, tasks []engine.TaskView) error {
-	t := newTable(w, "NAME", "STATUS", "ATTEMPT", "DEPENDS ON", "EXIT", "ERROR")
+	t := newTable(w, "NAME", "STATUS", "ATTEMPT", "DEPENDS ON", "EXIT", "ERROR / WAITING ON")
 	for _, task := range tasks {
 		attempt, exit := "-", "-"
 		if task.Attempt > 0 {
@@ -135,8 +142,12 @@ func writeTasks(w io.Writer, tasks []engine.TaskView) error {
 		if task.ExitCode != nil {
 			exit = strconv.Itoa(*task.ExitCode)
 		}
+		note := task.Error
+		if task.Status == "pending" && len(task.WaitingOn) > 0 {
+			note = "waiting on " + strings.Join(task.WaitingOn, "; ")
+		}
 		t.row(task.Name, task.Status, attempt, orDash(strings.Join(task.DependsOn, ",")), exit,
-			orDash(truncateRunes(oneLine(task.Error), maxErrorCell)))
+			orDash(truncateRunes(oneLine(note), maxErrorCell)))
 	}
 	return t.flush()
 }
@@ -221,7 +232,7 @@ func writeOutcome(w io.Writer, r engine.RunView) {
 	fmt.Fprintf(w, "run %s %s\n", r.ID, r.Status)
 	var failed []string
 	for _, t := range r.Tasks {
-		if t.Status == "failed" {
+		if t.Status == "failed" && t.Instances == 0 {
 			failed = append(failed, t.Name)
 			fmt.Fprintf(w, "  %s (attempt %d): %s\n", t.Name, t.Attempt, orDash(oneLine(t.Error)))
 		}
