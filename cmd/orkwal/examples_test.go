@@ -12,7 +12,7 @@ import (
 // TestBundledExamples loads examples/ the way `orkwal run --workflows
 // examples` does and runs every workflow to the outcome its file documents.
 func TestBundledExamples(t *testing.T) {
-	want := map[string]string{"hello": "success", "etl": "success", "flaky-deploy": "failed", "ork-style": "success"}
+	want := map[string]string{"hello": "success", "etl": "success", "flaky-deploy": "failed", "ork-style": "success", "fanout": "success"}
 	specs, err := loadWorkflowDir("../../examples")
 	if err != nil {
 		t.Fatal(err)
