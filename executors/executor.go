@@ -6,7 +6,9 @@
 //   - Start returns only after the work has been launched (or failed to), and
 //     never blocks on the report function.
 //   - For every Job whose Start returned a nil error, exactly one Finished
-//     event is reported, after at most one Started event.
+//     event is reported, after at most one Started event. Heartbeat events
+//     (remote work that is polled, e.g. HTTP async) come after Started and
+//     before Finished; nothing follows Finished.
 //   - report may be called from any goroutine, including from inside Start.
 //   - Stop is idempotent and safe to call after the work finished.
 package executors
@@ -36,8 +38,16 @@ type Job struct {
 	// ScratchDir is a folder private to this attempt (created by the
 	// executor) for the input and output files.
 	ScratchDir string
-	// MaxOutputBytes caps what the task may write to ORKWAL_OUTPUT.
+	// MaxOutputBytes caps what the task may write to ORKWAL_OUTPUT (and,
+	// for HTTP, the response body taken as output). 0 = no cap (HTTP then
+	// still reads at most 16 MiB of a body).
 	MaxOutputBytes int64
+
+	// Python is set for the python executor (see PythonJob); Command is then
+	// ignored: the executor builds it.
+	Python *PythonJob
+	// HTTP is set for the http executor (see HTTPJob).
+	HTTP *HTTPJob
 }
 
 // EventKind says what an Event reports.
@@ -48,6 +58,10 @@ const (
 	Started EventKind = iota + 1
 	// Finished: the work ended; ExitCode/Err say how.
 	Finished
+	// Heartbeat: remote work was seen alive (a successful status poll of
+	// an HTTP async job). Reported between Started and Finished, any number
+	// of times; the engine may treat a long silence as a stale task.
+	Heartbeat
 )
 
 // Event is what an executor reports about a Job.
@@ -60,6 +74,10 @@ type Event struct {
 	// Started
 	PID       int    // process id, also its process group id (0 for in-process work)
 	StartTime uint64 // process start time in clock ticks since boot (/proc/PID/stat field 22), to tell PID reuse apart
+	RemoteID  string // HTTP async: the remote job's id (or its status URL); informational
+
+	// Heartbeat
+	Status string // the remote status value the poll saw (e.g. "RUNNING")
 
 	// Finished
 	OK       bool   // the work succeeded
