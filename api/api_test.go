@@ -30,7 +30,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	dir := t.TempDir()
 	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, KillGrace: time.Second,
-		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{}}})
+		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{},
+			"http": executors.NewHTTP(executors.HTTPConfig{})}})
 	if err != nil {
 		t.Fatal(err)
 	}

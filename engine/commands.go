@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/vmihailenco/msgpack/v5"
@@ -15,6 +16,9 @@ import (
 // PutWorkflow stores spec as the workflow's next version, unless it is the
 // same as the current one (then nothing is written and changed is false).
 func (e *Engine) PutWorkflow(spec *workflow.Spec, source string) (w WorkflowView, changed bool, err error) {
+	if err := validateExecutors(spec); err != nil {
+		return WorkflowView{}, false, err
+	}
 	v, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
 		if cur, ok := st.Workflows[spec.Name]; ok && cur.Source == source && sameSpec(cur.Spec, spec) {
 			return nil, false, nil
@@ -26,6 +30,30 @@ func (e *Engine) PutWorkflow(spec *workflow.Spec, source string) (w WorkflowView
 	}
 	w, _ = e.Workflow(spec.Name)
 	return w, v.(bool), nil
+}
+
+// validateExecutors checks what only the executors know: the type
+// descriptions of python tasks.
+func validateExecutors(spec *workflow.Spec) error {
+	for _, t := range spec.Tasks {
+		if t.Executor != "python" {
+			continue
+		}
+		job := pythonJob(&replay.Task{Run: &replay.Run{Spec: spec}, SpecIndex: indexOf(spec, t)})
+		if err := executors.ValidatePythonTypes(job); err != nil {
+			return fmt.Errorf("%w: workflow %s: tasks.%s: %v", ErrInvalid, spec.Name, t.Name, err)
+		}
+	}
+	return nil
+}
+
+func indexOf(spec *workflow.Spec, t *workflow.Task) int {
+	for i, x := range spec.Tasks {
+		if x == t {
+			return i
+		}
+	}
+	return -1
 }
 
 func sameSpec(a, b *workflow.Spec) bool {

@@ -35,6 +35,8 @@ func (c Config) withDefaults() Config {
 		c.Executors = map[string]executors.Executor{
 			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace}),
 			"noop":    executors.Noop{},
+			"python":  executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace}),
+			"http":    executors.NewHTTP(executors.HTTPConfig{}),
 		}
 	}
 	if c.Clock == nil {

@@ -4,6 +4,9 @@ import (
 	"container/heap"
 	"fmt"
 	"time"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay/workflow"
 )
 
 // DefaultStartTimeout: a dispatched attempt that has not started by then
@@ -51,9 +54,25 @@ func (e *Engine) armDeadlines(a *attempt, now int64) {
 		start = DefaultStartTimeout
 	}
 	heap.Push(&e.deadlines, deadline{at: now + int64(start), taskID: a.taskID, attempt: a.number, kind: startDeadline})
-	if spec.HeartbeatTimeout > 0 {
-		heap.Push(&e.deadlines, deadline{at: now + int64(spec.HeartbeatTimeout), taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})
+	if hb := heartbeatTimeout(spec); hb > 0 {
+		heap.Push(&e.deadlines, deadline{at: now + int64(hb), taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})
 	}
+}
+
+// DefaultHeartbeatTimeout applies to executors that report heartbeats (the
+// async http executor) when heartbeat_timeout is not set: seed 001's 60s,
+// or three poll intervals if that is longer.
+const DefaultHeartbeatTimeout = 60 * time.Second
+
+func heartbeatTimeout(spec *workflow.Task) time.Duration {
+	if spec.HeartbeatTimeout > 0 || spec.HTTP == nil || spec.HTTP.Async == nil {
+		return spec.HeartbeatTimeout
+	}
+	poll := spec.HTTP.Async.PollInterval
+	if poll == 0 {
+		poll = executors.DefaultPollInterval
+	}
+	return max(DefaultHeartbeatTimeout, 3*poll)
 }
 
 // expireDeadlines stops every attempt whose deadline has passed; its
@@ -83,12 +102,12 @@ func (e *Engine) expired(a *attempt, d deadline, now int64) string {
 			return fmt.Sprintf("never started (no start reported within %s)", time.Duration(d.at-a.dispatchedAt))
 		}
 	case heartbeatDeadline:
-		next := a.lastBeat + int64(a.spec.HeartbeatTimeout)
+		next := a.lastBeat + int64(heartbeatTimeout(a.spec))
 		if next > now {
 			heap.Push(&e.deadlines, deadline{at: next, taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})
 			return ""
 		}
-		return fmt.Sprintf("heartbeat timeout (none for %s)", a.spec.HeartbeatTimeout)
+		return fmt.Sprintf("heartbeat timeout (none for %s)", heartbeatTimeout(a.spec))
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
 )
 
 // LogPath is where an attempt's stdout and stderr go, inside the data folder.
@@ -35,13 +36,12 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 	job := executors.Job{
 		RunID: run.ID, TaskID: t.ID(), TaskName: t.Name, Workflow: run.Workflow,
 		Attempt: t.Attempt, ParallelIndex: t.Instance, ParallelCount: t.Count,
-		Command: spec.Command, Env: spec.Env, Workdir: spec.Workdir,
+		Command: spec.Command, Workdir: spec.Workdir,
 		LogPath:        LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
 		ScratchDir:     scratchDir(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
 	}
-	input, err := inputFor(t)
-	job.Input = input
+	err := fillJob(&job, t)
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,
 			spec: spec, scratch: job.ScratchDir, dispatchedAt: now},
@@ -51,11 +51,82 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 	}
 }
 
+// fillJob resolves the task's input, its environment and its executor's
+// part of the job. An error fails the attempt with that reason.
+func fillJob(job *executors.Job, t *replay.Task) error {
+	in, err := inputFor(t)
+	if err != nil {
+		return err
+	}
+	if job.Input, err = json.Marshal(in); err != nil {
+		return err
+	}
+	spec := t.Spec()
+	if job.Env, err = renderMap(spec.Env, in); err != nil {
+		return fmt.Errorf("env %w", err)
+	}
+	switch spec.Executor {
+	case "python":
+		job.Python = pythonJob(t)
+	case "http":
+		job.HTTP, err = httpJob(spec.HTTP, in)
+	}
+	return err
+}
+
+func pythonJob(t *replay.Task) *executors.PythonJob {
+	spec, wf := t.Spec(), t.Run.Spec
+	p := &executors.PythonJob{File: spec.File, Module: spec.Module, Function: spec.Function,
+		Interpreter: spec.Python, InputType: spec.InputType, OutputType: spec.OutputType}
+	if p.Interpreter == "" {
+		p.Interpreter = wf.Python
+	}
+	if wf.Dir != "" {
+		p.SysPath = []string{wf.Dir}
+	}
+	if len(wf.Types) > 0 {
+		p.Types = make(map[string]json.RawMessage, len(wf.Types))
+		for k, v := range wf.Types {
+			p.Types[k] = v
+		}
+	}
+	return p
+}
+
+func httpJob(h *workflow.HTTPSpec, in *taskInput) (*executors.HTTPJob, error) {
+	url, err := render(h.URL, in)
+	if err != nil {
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	headers, err := renderMap(h.Headers, in)
+	if err != nil {
+		return nil, fmt.Errorf("header %w", err)
+	}
+	job := &executors.HTTPJob{Method: h.Method, URL: url, Headers: headers, Timeout: h.RequestTimeout}
+	if h.Body != "" {
+		body, err := render(h.Body, in)
+		if err != nil {
+			return nil, fmt.Errorf("body: %w", err)
+		}
+		job.Body = []byte(body)
+	}
+	if a := h.Async; a != nil {
+		status, err := render(a.StatusURL, in)
+		if err != nil {
+			return nil, fmt.Errorf("async.status_url: %w", err)
+		}
+		job.Async = &executors.HTTPAsync{StatusURL: status, IDField: a.IDField, StatusURLField: a.StatusURLField,
+			StatusField: a.StatusField, Success: a.Success, Failure: a.Failure,
+			PollInterval: a.PollInterval, PollTimeout: a.PollTimeout}
+	}
+	return job, nil
+}
+
 // inputFor is the task's ORKWAL_INPUT: the run's params, its resolved
 // inputs, the outputs of its direct upstream tasks by name, and its foreach
 // item.
-func inputFor(t *replay.Task) ([]byte, error) {
-	in := taskInput{Params: t.Run.Params, Inputs: map[string]json.RawMessage{},
+func inputFor(t *replay.Task) (*taskInput, error) {
+	in := &taskInput{Params: t.Run.Params, Inputs: map[string]json.RawMessage{},
 		Upstream: map[string]json.RawMessage{}, Item: json.RawMessage(t.Item)}
 	if in.Params == nil {
 		in.Params = map[string]string{}
@@ -75,8 +146,7 @@ func inputFor(t *replay.Task) ([]byte, error) {
 		}
 		in.Inputs[name] = v
 	}
-	b, err := json.Marshal(in)
-	return b, err
+	return in, nil
 }
 
 // resolveInput returns a constant, or the field an output reference names.

@@ -3,16 +3,20 @@ package main
 import (
 	"io"
 	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/orkwal/orkwal/api"
 	"github.com/orkwal/orkwal/engine"
 )
 
 // TestBundledExamples loads examples/ the way `orkwal run --workflows
 // examples` does and runs every workflow to the outcome its file documents.
 func TestBundledExamples(t *testing.T) {
-	want := map[string]string{"hello": "success", "etl": "success", "flaky-deploy": "failed", "ork-style": "success", "fanout": "success"}
+	want := map[string]string{"hello": "success", "etl": "success", "flaky-deploy": "failed", "ork-style": "success",
+		"fanout": "success", "ork-pipeline": "success", "http": "success"}
 	specs, err := loadWorkflowDir("../../examples")
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +31,9 @@ func TestBundledExamples(t *testing.T) {
 	}
 	eng.Start()
 	defer eng.Close()
+	srv := httptest.NewServer(api.New(eng, quiet)) // the http example calls the daemon back
+	defer srv.Close()
+	t.Setenv("ORKWAL_ADDR", strings.TrimPrefix(srv.URL, "http://"))
 	if err := applyWorkflows(eng, specs, quiet); err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +60,9 @@ func TestBundledExamples(t *testing.T) {
 				t.Fatalf("example %s did not finish", name)
 			}
 		}
+	}
+	if r, _ := eng.Run(ids["ork-pipeline"]); r.Tasks[1].Attempt != 2 || string(r.Tasks[2].Output) != `{"loaded":5}` {
+		t.Errorf("ork-pipeline: transform attempt %d (want 2: its first fails), load output %s", r.Tasks[1].Attempt, r.Tasks[2].Output)
 	}
 	r, _ := eng.Run(ids["flaky-deploy"])
 	for _, task := range r.Tasks {

@@ -74,6 +74,8 @@ func runDaemon(c *cli.Context) error {
 		eng.Close()
 		return exitf(exitFailure, "listen: %v", err)
 	}
+	// Tasks may call this daemon back (the http executor's ${env:ORKWAL_ADDR}).
+	os.Setenv("ORKWAL_ADDR", ln.Addr().String())
 	eng.Start()
 	if err := applyWorkflows(eng, specs, logger); err != nil {
 		eng.Close()

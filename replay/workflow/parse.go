@@ -189,7 +189,10 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return spec, p.checkSemantics(spec, tasks)
+	if err := p.checkSemantics(spec, tasks); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 // params decodes the params mapping: parameter name to default value.
@@ -297,8 +300,8 @@ func (p *parser) checkCommand(pt parsedTask, path string) error {
 	switch {
 	case t.Executor == "process" && len(t.Command) == 0:
 		return p.fail(pt.node, joinPath(path, "command"), "required for executor process")
-	case t.Executor == "noop" && len(t.Command) != 0:
-		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor noop")
+	case (t.Executor == "noop" || t.Executor == "http") && len(t.Command) != 0:
+		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor %s", t.Executor)
 	}
 	return nil
 }

@@ -207,7 +207,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: a\nnmae: b\ntasks: {a: {command: x}}\n", "etl.yaml: nmae: unknown key"},
 		{"unknown task key", "name: etl\ntasks:\n  extract:\n    comand: [x]\n", "etl.yaml: tasks.extract.comand: unknown key"},
 		{"not supported top-level key", "name: a\nschedule: '0 2 * * *'\ntasks: {a: {command: x}}\n", "etl.yaml: schedule: not supported yet in this version"},
-		{"not supported task key", "name: a\ntasks:\n  a: {command: x, input_type: {}}\n", "etl.yaml: tasks.a.input_type: not supported yet in this version"},
+		{"not supported task key", "name: a\ntasks:\n  a: {command: x, job: j}\n", "etl.yaml: tasks.a.job: not supported yet in this version"},
 		{"task key at top level", "name: a\nretries: 3\ntasks: {a: {command: x}}\n", "etl.yaml: retries: unknown key"},
 		{"workflow key in task", "name: a\ntasks:\n  a: {command: x, schedule: daily}\n", "etl.yaml: tasks.a.schedule: unknown key"},
 		{"odd key quoted", "name: a\ntasks:\n  a: {command: x, \"bad key\": 1}\n", `etl.yaml: tasks.a."bad key": unknown key`},
@@ -232,8 +232,8 @@ func TestParseErrors(t *testing.T) {
 		{"workdir is a list", "name: a\ntasks:\n  a: {command: x, workdir: [d]}\n", "etl.yaml: tasks.a.workdir: expected a string, got a list"},
 
 		// Values.
-		{"unknown executor", "name: a\ntasks:\n  a: {command: x, executor: docker}\n", `etl.yaml: tasks.a.executor: unknown executor "docker" (allowed: process, noop)`},
-		{"executor not supported yet", "name: a\ntasks:\n  a: {executor: python, file: t.py}\n", `etl.yaml: tasks.a.executor: executor "python" is not supported yet in this version (allowed: process, noop)`},
+		{"unknown executor", "name: a\ntasks:\n  a: {command: x, executor: docker}\n", `etl.yaml: tasks.a.executor: unknown executor "docker" (allowed: process, noop, python, http)`},
+		{"executor not supported yet", "name: a\ntasks:\n  a: {executor: cloudrun, job: j}\n", `etl.yaml: tasks.a.executor: executor "cloudrun" is not supported yet in this version (allowed: process, noop, python, http)`},
 		{"missing command", "name: a\ntasks:\n  a: {env: {A: b}}\n", "etl.yaml: tasks.a.command: required for executor process"},
 		{"null task", "name: a\ntasks:\n  a:\n", "etl.yaml: tasks.a.command: required for executor process"},
 		{"null command", "name: a\ntasks:\n  a: {command: null}\n", "etl.yaml: tasks.a.command: required for executor process"},

@@ -50,7 +50,7 @@ func (p *parser) taskKey(pt *parsedTask, e entry) (bool, error) {
 	case "delay":
 		t.Delay, err = p.duration(e.val, e.path)
 	default:
-		return false, nil
+		return p.executorKey(pt, e)
 	}
 	if pt.nodes == nil {
 		pt.nodes = map[string]*yaml.Node{}
@@ -255,7 +255,13 @@ func (p *parser) checkTask(spec *Spec, pt parsedTask) error {
 				"refers to task %q, which is not in depends_on", up)
 		}
 	}
-	return p.checkMutex(spec, pt, joinPath(path, "mutex"))
+	if err := p.checkMutex(spec, pt, joinPath(path, "mutex")); err != nil {
+		return err
+	}
+	if err := p.checkExecutor(pt, path); err != nil {
+		return err
+	}
+	return p.checkTemplates(spec, pt, path)
 }
 
 var placeholderRe = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
@@ -298,11 +304,16 @@ func sortStrings(s []string) {
 
 // workflowKey decodes workflow-level keys of the semantics.
 func (p *parser) workflowKey(spec *Spec, e entry) (bool, error) {
+	var err error
 	switch e.key {
 	case "max_active_runs":
-		var err error
 		spec.MaxActiveRuns, err = p.intIn(e.val, e.path, 1, 1_000_000)
-		return true, err
+	case "python":
+		spec.Python, err = p.str(e.val, e.path)
+	case "types":
+		spec.Types, err = p.types(e.val, e.path)
+	default:
+		return false, nil
 	}
-	return false, nil
+	return true, err
 }

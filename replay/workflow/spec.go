@@ -29,6 +29,11 @@ type Spec struct {
 	// MaxActiveRuns caps this workflow's runs in progress at once; later
 	// runs stay pending, in creation order. 0 = no cap.
 	MaxActiveRuns int `msgpack:"max_active_runs,omitempty" json:"max_active_runs,omitempty"`
+	// Python is the default interpreter of python tasks ("" = python3).
+	Python string `msgpack:"python,omitempty" json:"python,omitempty"`
+	// Types are named types for python tasks' input_type/output_type, each
+	// a JSON type description (see executors/python_types.go).
+	Types map[string][]byte `msgpack:"types,omitempty" json:"types,omitempty"`
 }
 
 // Task is one node of the DAG.
@@ -60,10 +65,47 @@ type Task struct {
 	Foreach      string `msgpack:"foreach,omitempty" json:"foreach,omitempty"`             // "task.field": one instance per item
 	Concurrency  int    `msgpack:"concurrency,omitempty" json:"concurrency,omitempty"`     // instances in flight at once; 0 = no cap
 
+	// Python executor (Ork-compatible): a function of a file (absolute after
+	// Parse when the workflow has a folder) or a module.
+	File       string `msgpack:"file,omitempty" json:"file,omitempty"`
+	Module     string `msgpack:"module,omitempty" json:"module,omitempty"`
+	Function   string `msgpack:"function,omitempty" json:"function,omitempty"`
+	Python     string `msgpack:"python,omitempty" json:"python,omitempty"`           // interpreter; "" = the workflow's, or python3
+	InputType  []byte `msgpack:"input_type,omitempty" json:"input_type,omitempty"`   // a JSON type description
+	OutputType []byte `msgpack:"output_type,omitempty" json:"output_type,omitempty"` // a JSON type description
+
+	// HTTP executor.
+	HTTP *HTTPSpec `msgpack:"http,omitempty" json:"http,omitempty"`
+
 	// Gates.
 	Mutex    string        `msgpack:"mutex,omitempty" json:"mutex,omitempty"` // key template, e.g. "db-{{params.db}}"
 	Priority int           `msgpack:"priority,omitempty" json:"priority,omitempty"`
 	Delay    time.Duration `msgpack:"delay,omitempty" json:"delay,omitempty"` // wait this long after becoming ready
+}
+
+// HTTPSpec is an http task. URL, header values and Body are templates:
+// {{params.NAME}}, {{inputs.NAME}} and ${env:NAME} are filled at dispatch
+// (env values are never stored or logged).
+type HTTPSpec struct {
+	Method         string            `msgpack:"method,omitempty" json:"method,omitempty"`
+	URL            string            `msgpack:"url" json:"url"`
+	Headers        map[string]string `msgpack:"headers,omitempty" json:"headers,omitempty"`
+	Body           string            `msgpack:"body,omitempty" json:"body,omitempty"`
+	RequestTimeout time.Duration     `msgpack:"request_timeout,omitempty" json:"request_timeout,omitempty"`
+	Async          *HTTPAsyncSpec    `msgpack:"async,omitempty" json:"async,omitempty"`
+}
+
+// HTTPAsyncSpec follows remote work started by an http task until its
+// status field reaches a terminal value.
+type HTTPAsyncSpec struct {
+	StatusURL      string        `msgpack:"status_url,omitempty" json:"status_url,omitempty"` // template; "{id}" is the started work's id
+	IDField        string        `msgpack:"id_field,omitempty" json:"id_field,omitempty"`
+	StatusURLField string        `msgpack:"status_url_field,omitempty" json:"status_url_field,omitempty"`
+	StatusField    string        `msgpack:"status_field" json:"status_field"`
+	Success        []string      `msgpack:"success" json:"success"`
+	Failure        []string      `msgpack:"failure,omitempty" json:"failure,omitempty"`
+	PollInterval   time.Duration `msgpack:"poll_interval,omitempty" json:"poll_interval,omitempty"`
+	PollTimeout    time.Duration `msgpack:"poll_timeout,omitempty" json:"poll_timeout,omitempty"`
 }
 
 // Backoff is the wait before retry n (from 1): Initial × Factor^(n-1),

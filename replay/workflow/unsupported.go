@@ -15,23 +15,16 @@ const (
 // teach Parse the key in the same change).
 var notSupportedYet = map[string]level{
 	// Workflow level.
-	"types":    levelWorkflow,
 	"schedule": levelWorkflow,
 	"catchup":  levelWorkflow,
 	"overlap":  levelWorkflow,
 
 	// Task level.
-	"input_type":  levelTask,
-	"output_type": levelTask,
-	"file":        levelTask,
-	"module":      levelTask,
-	"function":    levelTask,
-	"job":         levelTask, // Ork's cloudrun executor
-	"python":      levelTask,
+	"job": levelTask, // Ork's cloudrun executor
 }
 
 // executors this build runs. The first is the default.
-var executors = []string{"process", "noop"}
+var executors = []string{"process", "noop", "python", "http"}
 
 // executorAliases are other names of an executor; Parse stores the target.
 var executorAliases = map[string]string{
@@ -41,9 +34,7 @@ var executorAliases = map[string]string{
 // executorsNotSupportedYet are executor names Ork accepts that this build
 // cannot run yet.
 var executorsNotSupportedYet = map[string]bool{
-	"python":    true,
 	"library":   true,
 	"cloudrun":  true,
 	"cloud_run": true,
-	"http":      true,
 }

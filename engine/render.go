@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+var (
+	placeholderRe = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
+	envRefRe      = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
+
+// render fills a template at dispatch: {{params.NAME}}, {{inputs.NAME}} (a
+// JSON string input gives its text, any other value its JSON), and
+// ${env:NAME} from the daemon's environment. The result is handed to the
+// executor and never recorded, so secrets read from the environment stay
+// out of the WAL. The parser has checked the placeholders' names.
+func render(tmpl string, in *taskInput) (string, error) {
+	var err error
+	out := placeholderRe.ReplaceAllStringFunc(tmpl, func(m string) string {
+		ref := strings.TrimSpace(m[2 : len(m)-2])
+		if name, ok := strings.CutPrefix(ref, "params."); ok {
+			return in.Params[name]
+		}
+		name, _ := strings.CutPrefix(ref, "inputs.")
+		return inputText(in.Inputs[name])
+	})
+	out = envRefRe.ReplaceAllStringFunc(out, func(m string) string {
+		name := m[6 : len(m)-1]
+		v, ok := os.LookupEnv(name)
+		if !ok && err == nil {
+			err = fmt.Errorf("${env:%s}: %s is not set in the daemon's environment", name, name)
+		}
+		return v
+	})
+	return out, err
+}
+
+func inputText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
+// renderMap renders every value of a map.
+func renderMap(m map[string]string, in *taskInput) (map[string]string, error) {
+	if len(m) == 0 {
+		return m, nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		r, err := render(v, in)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = r
+	}
+	return out, nil
+}

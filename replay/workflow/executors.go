@@ -1,0 +1,253 @@
+package workflow
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// executorKey decodes the keys of the python and http executors.
+func (p *parser) executorKey(pt *parsedTask, e entry) (bool, error) {
+	t := pt.task
+	var err error
+	switch e.key {
+	case "file":
+		t.File, err = p.str(e.val, e.path)
+	case "module":
+		t.Module, err = p.str(e.val, e.path)
+	case "function":
+		t.Function, err = p.str(e.val, e.path)
+	case "python":
+		t.Python, err = p.str(e.val, e.path)
+	case "input_type":
+		t.InputType, err = p.asJSON(e.val, e.path)
+	case "output_type":
+		t.OutputType, err = p.asJSON(e.val, e.path)
+	case "method", "url", "headers", "body", "request_timeout", "async":
+		if t.HTTP == nil {
+			t.HTTP = &HTTPSpec{}
+		}
+		err = p.httpKey(t.HTTP, e)
+	default:
+		return false, nil
+	}
+	if pt.nodes == nil {
+		pt.nodes = map[string]*yaml.Node{}
+	}
+	pt.nodes[e.key] = e.val
+	return true, err
+}
+
+// asJSON converts a YAML value to JSON as it is (type descriptions).
+func (p *parser) asJSON(n *yaml.Node, path string) ([]byte, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, p.fail(n, path, "%v", err)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, p.fail(n, path, "cannot be written as JSON: %v", err)
+	}
+	return b, nil
+}
+
+func (p *parser) httpKey(h *HTTPSpec, e entry) error {
+	var err error
+	switch e.key {
+	case "method":
+		h.Method, err = p.str(e.val, e.path)
+		h.Method = strings.ToUpper(h.Method)
+	case "url":
+		h.URL, err = p.str(e.val, e.path)
+	case "headers":
+		h.Headers, err = p.stringMap(e.val, e.path)
+	case "body":
+		h.Body, err = p.str(e.val, e.path)
+	case "request_timeout":
+		h.RequestTimeout, err = p.duration(e.val, e.path)
+	case "async":
+		h.Async, err = p.async(e.val, e.path)
+	}
+	return err
+}
+
+func (p *parser) stringMap(n *yaml.Node, path string) (map[string]string, error) {
+	entries, err := p.mapping(n, path, "a mapping of names to strings")
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if out[e.key], err = p.text(e.val, e.path); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (p *parser) async(n *yaml.Node, path string) (*HTTPAsyncSpec, error) {
+	entries, err := p.mapping(n, path, "a mapping (status_url or status_url_field, status_field, success, ...)")
+	if err != nil {
+		return nil, err
+	}
+	a := &HTTPAsyncSpec{}
+	for _, e := range entries {
+		switch e.key {
+		case "status_url":
+			a.StatusURL, err = p.str(e.val, e.path)
+		case "id_field":
+			a.IDField, err = p.str(e.val, e.path)
+		case "status_url_field":
+			a.StatusURLField, err = p.str(e.val, e.path)
+		case "status_field":
+			a.StatusField, err = p.str(e.val, e.path)
+		case "success":
+			a.Success, err = p.dependsOn(e.val, e.path) // a list of strings, or one
+		case "failure":
+			a.Failure, err = p.dependsOn(e.val, e.path)
+		case "poll_interval":
+			a.PollInterval, err = p.duration(e.val, e.path)
+		case "poll_timeout":
+			a.PollTimeout, err = p.duration(e.val, e.path)
+		default:
+			err = p.fail(e.keyN, e.path, "unknown key")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case a.StatusField == "" || len(a.Success) == 0:
+		return nil, p.fail(n, path, "status_field and success are required")
+	case (a.IDField == "") == (a.StatusURLField == ""):
+		return nil, p.fail(n, path, "exactly one of id_field (with status_url) and status_url_field is required")
+	case a.IDField != "" && !strings.Contains(a.StatusURL, "{id}"):
+		return nil, p.fail(n, path, "status_url must contain {id} when id_field is given")
+	}
+	return a, nil
+}
+
+// checkExecutor checks that a task has what its executor needs, and only
+// that.
+func (p *parser) checkExecutor(pt parsedTask, path string) error {
+	t := pt.task
+	if t.Executor != "python" && (t.File != "" || t.Module != "" || t.Function != "" || t.Python != "" || t.InputType != nil || t.OutputType != nil) {
+		return p.fail(pt.node, path, "file, module, function, python, input_type and output_type are for executor python")
+	}
+	if t.Executor != "http" && t.HTTP != nil {
+		return p.fail(pt.node, path, "method, url, headers, body, request_timeout and async are for executor http")
+	}
+	switch t.Executor {
+	case "python":
+		return p.checkPython(pt, path)
+	case "http":
+		if t.HTTP == nil || t.HTTP.URL == "" {
+			return p.fail(pt.node, joinPath(path, "url"), "required for executor http")
+		}
+	}
+	return nil
+}
+
+func (p *parser) checkPython(pt parsedTask, path string) error {
+	t := pt.task
+	if (t.File == "") == (t.Module == "") {
+		return p.fail(pt.node, path, "executor python needs exactly one of file and module")
+	}
+	if len(t.Command) > 0 {
+		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor python (it runs function)")
+	}
+	if t.File == "" {
+		return nil
+	}
+	if !filepath.IsAbs(t.File) {
+		if p.dir == "" {
+			return p.fail(pt.nodes["file"], joinPath(path, "file"),
+				"%q is relative, and this workflow has no folder: load it with orkwal run --workflows, or use an absolute path", t.File)
+		}
+		t.File = filepath.Join(p.dir, t.File)
+	}
+	if _, err := os.Stat(t.File); err != nil {
+		return p.fail(pt.nodes["file"], joinPath(path, "file"), "%s: no such file", t.File)
+	}
+	return nil
+}
+
+var (
+	templateRe = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
+	envRefRe   = regexp.MustCompile(`\$\{([^}]*)\}`)
+)
+
+// checkTemplates checks the placeholders of an http task and of env values:
+// {{params.NAME}} of a declared param, {{inputs.NAME}} of a declared input,
+// ${env:NAME} of a valid variable name.
+func (p *parser) checkTemplates(spec *Spec, pt parsedTask, path string) error {
+	t := pt.task
+	for k, v := range t.Env {
+		if err := p.checkEnvRefs(pt, joinPath(joinPath(path, "env"), k), v); err != nil {
+			return err
+		}
+	}
+	if t.HTTP == nil {
+		return nil
+	}
+	fields := map[string]string{"url": t.HTTP.URL, "body": t.HTTP.Body}
+	for k, v := range t.HTTP.Headers {
+		fields["headers."+k] = v
+	}
+	if t.HTTP.Async != nil {
+		fields["async.status_url"] = t.HTTP.Async.StatusURL
+	}
+	for _, key := range sortedKeys(fields) {
+		v, at := fields[key], joinPath(path, key)
+		for _, m := range templateRe.FindAllStringSubmatch(v, -1) {
+			if !knownPlaceholder(spec, t, m[1]) {
+				return p.fail(pt.node, at, "placeholder {{%s}}: use {{params.NAME}} of a declared param or {{inputs.NAME}} of a declared input", m[1])
+			}
+		}
+		if err := p.checkEnvRefs(pt, at, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func knownPlaceholder(spec *Spec, t *Task, ref string) bool {
+	if name, ok := strings.CutPrefix(ref, "params."); ok {
+		_, declared := spec.Params[name]
+		return declared
+	}
+	if name, ok := strings.CutPrefix(ref, "inputs."); ok {
+		_, declared := t.Inputs[name]
+		return declared
+	}
+	return false
+}
+
+func (p *parser) checkEnvRefs(pt parsedTask, path, v string) error {
+	for _, m := range envRefRe.FindAllStringSubmatch(v, -1) {
+		name, ok := strings.CutPrefix(m[1], "env:")
+		if !ok || !validEnvName(name) {
+			return p.fail(pt.node, path, "${%s}: use ${env:NAME} to read NAME from the daemon's environment at dispatch", m[1])
+		}
+	}
+	return nil
+}
+
+// types decodes the workflow's named types.
+func (p *parser) types(n *yaml.Node, path string) (map[string][]byte, error) {
+	entries, err := p.mapping(n, path, "a mapping of type names to type descriptions")
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(entries))
+	for _, e := range entries {
+		if out[e.key], err = p.asJSON(e.val, e.path); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

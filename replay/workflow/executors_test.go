@@ -1,0 +1,81 @@
+package workflow
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParsePythonAndHTTP(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte("def f(): pass\n"), 0o644)
+	src := `name: mixed
+python: /usr/bin/python3
+params: {kind: x}
+types:
+  Row: {a: int}
+tasks:
+  py:
+    executor: python
+    file: tasks.py
+    function: f
+    input_type: {n: int}
+    output_type: {rows: "list[types.Row]"}
+  mod:
+    executor: python
+    module: pkg.mod
+  call:
+    executor: http
+    method: post
+    url: "http://127.0.0.1:9/{{params.kind}}/{{inputs.n}}"
+    headers: {Authorization: "Bearer ${env:API_TOKEN}"}
+    body: '{"n": {{inputs.n}}}'
+    request_timeout: 5s
+    inputs: {n: {const: 3}}
+    async:
+      id_field: id
+      status_url: "http://127.0.0.1:9/jobs/{id}"
+      status_field: state
+      success: done
+      failure: [error, lost]
+      poll_interval: 1s
+`
+	file := filepath.Join(dir, "mixed.yaml")
+	s, err := Parse(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	py, call := s.Lookup("py"), s.Lookup("call")
+	if py.File != filepath.Join(dir, "tasks.py") || py.Function != "f" || string(py.InputType) != `{"n":"int"}` || s.Python != "/usr/bin/python3" || string(s.Types["Row"]) != `{"a":"int"}` {
+		t.Errorf("python task: %+v types %v", py, s.Types)
+	}
+	h := call.HTTP
+	if h.Method != "POST" || h.Headers["Authorization"] != "Bearer ${env:API_TOKEN}" || h.Async.Success[0] != "done" || len(h.Async.Failure) != 2 {
+		t.Errorf("http task: %+v %+v", h, h.Async)
+	}
+}
+
+func TestParseExecutorErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "w.yaml")
+	for _, tc := range []struct{ name, task, want string }{
+		{"python without file or module", "{executor: python}", "tasks.t: executor python needs exactly one of file and module"},
+		{"python missing file", "{executor: python, file: nope.py}", "tasks.t.file: " + filepath.Join(dir, "nope.py") + ": no such file"},
+		{"python with command", "{executor: python, module: m, command: x}", "tasks.t.command: not allowed for executor python"},
+		{"file on process", "{command: x, file: a.py}", "tasks.t: file, module, function, python, input_type and output_type are for executor python"},
+		{"http without url", "{executor: http, method: GET}", "tasks.t.url: required for executor http"},
+		{"url on process", "{command: x, url: http://x}", "are for executor http"},
+		{"unknown placeholder", "{executor: http, url: 'http://x/{{params.nope}}'}", "tasks.t.url: placeholder {{params.nope}}"},
+		{"bad env ref", "{command: x, env: {A: '${API_TOKEN}'}}", "tasks.t.env.A: ${API_TOKEN}: use ${env:NAME}"},
+		{"async without id", "{executor: http, url: 'http://x', async: {status_field: s, success: [ok]}}", "exactly one of id_field (with status_url) and status_url_field"},
+	} {
+		_, err := Parse(file, []byte("name: w\ntasks:\n  t: "+tc.task+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Parse("", []byte("name: w\ntasks:\n  t: {executor: python, file: t.py}\n")); err == nil || !strings.Contains(err.Error(), "has no folder") {
+		t.Errorf("relative file without a folder: %v", err)
+	}
+}
