@@ -44,8 +44,10 @@ type Engine struct {
 	started atomic.Bool
 	turns   atomic.Int64 // loop turns taken, for tests and metrics
 
-	// Loop-owned: deadlines of attempts, and the timer for the next wake-up.
+	// Loop-owned: deadlines of attempts, cron schedules, and the timer for
+	// the next wake-up.
 	deadlines deadlines
+	cron      cronCache
 	wakeAt    int64
 	wakeCh    <-chan time.Time
 

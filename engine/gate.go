@@ -38,6 +38,10 @@ func (g *gate) blocked(t *replay.Task) string {
 		st.ActiveRuns(t.Run.Workflow)+g.starting[t.Run.Workflow] >= max {
 		return fmt.Sprintf("workflow %s has %d active runs (max_active_runs %d)", t.Run.Workflow, st.ActiveRuns(t.Run.Workflow), max)
 	}
+	if t.Run.Queued && t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] &&
+		st.ActiveRuns(t.Run.Workflow)+g.starting[t.Run.Workflow] > 0 {
+		return fmt.Sprintf("queued behind the active run of %s (overlap: queue)", t.Run.Workflow)
+	}
 	if t.Parent >= 0 && spec.Concurrency > 0 {
 		node := t.Run.Tasks[t.Parent]
 		if n := node.InFlightInstances() + g.nodeKey[node.ID()]; n >= spec.Concurrency {

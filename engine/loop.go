@@ -134,8 +134,15 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		}
 	}
 	e.expireDeadlines(now, out)
+	var cronWake int64
+	if e.poison.Load() == nil && !e.stopping {
+		cronWake = e.fireSchedules(now, out)
+	}
 	if e.canDispatch() {
 		e.dispatch(now, out)
+	}
+	if cronWake != 0 && (out.wake == 0 || cronWake < out.wake) {
+		out.wake = cronWake
 	}
 	if len(out.recs) > 0 {
 		e.append(out)

@@ -23,6 +23,25 @@ type WorkflowView struct {
 	Source      string            `json:"source,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`
 	UpdatedAt   time.Time         `json:"updated_at"`
+	Schedule    *ScheduleView     `json:"schedule,omitempty"`
+}
+
+// ScheduleView is a workflow's cron schedule and its recent fires.
+type ScheduleView struct {
+	Cron     string     `json:"cron"`
+	Catchup  string     `json:"catchup"`
+	Overlap  string     `json:"overlap"`
+	Paused   bool       `json:"paused"`
+	NextFire *time.Time `json:"next_fire,omitempty"` // absent while paused
+	LastFire *time.Time `json:"last_fire,omitempty"`
+	Fires    []FireView `json:"fires,omitempty"` // the latest, oldest first
+}
+
+// FireView is one fire: the run it created, or why it created none.
+type FireView struct {
+	ScheduledAt time.Time `json:"scheduled_at"`
+	RunID       string    `json:"run_id,omitempty"`
+	Skipped     string    `json:"skipped,omitempty"`
 }
 
 // RunView is a run and, when asked for, its tasks.
@@ -31,8 +50,9 @@ type RunView struct {
 	Workflow   string            `json:"workflow"`
 	Version    int               `json:"version"`
 	Status     string            `json:"status"`
-	Trigger    string            `json:"trigger,omitempty"`
-	Params     map[string]string `json:"params,omitempty"`
+	Trigger     string            `json:"trigger,omitempty"`      // api, cli or cron
+	ScheduledAt *time.Time        `json:"scheduled_at,omitempty"` // a cron run's fire time
+	Params      map[string]string `json:"params,omitempty"`
 	CreatedAt  time.Time         `json:"created_at"`
 	StartedAt  *time.Time        `json:"started_at,omitempty"`
 	FinishedAt *time.Time        `json:"finished_at,omitempty"`
@@ -77,15 +97,34 @@ func tsp(ns int64) *time.Time {
 	return &t
 }
 
-func viewWorkflow(w *replay.Workflow) WorkflowView {
-	return WorkflowView{Name: w.Name, Version: w.Version, Description: w.Spec.Description,
+func (e *Engine) viewWorkflow(w *replay.Workflow) WorkflowView {
+	v := WorkflowView{Name: w.Name, Version: w.Version, Description: w.Spec.Description,
 		Params: w.Spec.Params, Tasks: w.Spec.Tasks, Source: w.Source,
 		CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
+	if sc := e.state.Schedules[w.Name]; sc != nil && w.Spec.Schedule != nil {
+		v.Schedule = e.viewSchedule(sc, w.Spec.Schedule)
+	}
+	return v
+}
+
+func (e *Engine) viewSchedule(sc *replay.Schedule, spec *workflow.Schedule) *ScheduleView {
+	v := &ScheduleView{Cron: sc.Cron, Catchup: spec.CatchupPolicy(), Overlap: spec.OverlapPolicy(),
+		Paused: sc.Paused, LastFire: tsp(sc.LastFire)}
+	if !sc.Paused {
+		if s, err := workflow.ParseCron(sc.Cron); err == nil {
+			next := s.Next(time.Unix(0, max(sc.Since, sc.LastFire))).UTC()
+			v.NextFire = &next
+		}
+	}
+	for _, f := range sc.Fires {
+		v.Fires = append(v.Fires, FireView{ScheduledAt: ts(f.ScheduledAt), RunID: f.RunID, Skipped: f.Skipped})
+	}
+	return v
 }
 
 func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 	v := RunView{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Status: string(r.Status),
-		Trigger: r.Trigger, Params: r.Params, CreatedAt: ts(r.CreatedAt),
+		Trigger: r.Trigger, ScheduledAt: tsp(r.ScheduledAt), Params: r.Params, CreatedAt: ts(r.CreatedAt),
 		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested}
 	if withTasks {
 		v.Tasks = make([]TaskView, len(r.Tasks))
@@ -131,7 +170,7 @@ func (e *Engine) Workflows() []WorkflowView {
 	defer e.mu.RUnlock()
 	out := make([]WorkflowView, 0, len(e.state.Workflows))
 	for _, w := range e.state.Workflows {
-		out = append(out, viewWorkflow(w))
+		out = append(out, e.viewWorkflow(w))
 	}
 	sortWorkflows(out)
 	return out
@@ -145,7 +184,7 @@ func (e *Engine) Workflow(name string) (WorkflowView, error) {
 	if !ok {
 		return WorkflowView{}, fmt.Errorf("%w: workflow %q", ErrNotFound, name)
 	}
-	return viewWorkflow(w), nil
+	return e.viewWorkflow(w), nil
 }
 
 // RunFilter selects runs; zero fields match everything.

@@ -36,6 +36,10 @@ func (s *State) Apply(r Record) error {
 		return s.applyRunCancel(r)
 	case *RunRetried:
 		return s.applyRunRetried(r)
+	case *CronFired:
+		return s.applyCronFired(r)
+	case *SchedulePaused:
+		return s.applySchedulePaused(r)
 	}
 	return invalid("unknown record type %T", r)
 }
@@ -50,7 +54,26 @@ func (s *State) applyWorkflowPut(r *WorkflowPut) error {
 		w.Version, w.CreatedAt = old.Version+1, old.CreatedAt
 	}
 	s.Workflows[w.Name] = w
+	s.putSchedule(r.Spec, r.At)
 	return nil
+}
+
+// putSchedule starts, changes or ends a workflow's schedule with a new
+// version. A changed expression takes effect at once: fires are due from
+// the change on. The last fire is kept, so no fire time repeats.
+func (s *State) putSchedule(spec *workflow.Spec, at int64) {
+	if spec.Schedule == nil {
+		delete(s.Schedules, spec.Name)
+		return
+	}
+	sc, ok := s.Schedules[spec.Name]
+	if !ok {
+		sc = &Schedule{Workflow: spec.Name}
+		s.Schedules[spec.Name] = sc
+	}
+	if sc.Cron != spec.Schedule.Cron {
+		sc.Cron, sc.Since = spec.Schedule.Cron, at
+	}
 }
 
 func (s *State) applyWorkflowDeleted(r *WorkflowDeleted) error {
@@ -58,27 +81,93 @@ func (s *State) applyWorkflowDeleted(r *WorkflowDeleted) error {
 		return invalid("delete of unknown workflow %q", r.Name)
 	}
 	delete(s.Workflows, r.Name)
+	delete(s.Schedules, r.Name)
 	return nil
 }
 
 func (s *State) applyRunCreated(r *RunCreated) error {
-	w, ok := s.Workflows[r.Workflow]
-	switch {
-	case r.ID == "":
-		return invalid("run_created without an id")
-	case s.Runs[r.ID] != nil:
-		return invalid("run %s created twice", r.ID)
-	case !ok:
-		return invalid("run %s of unknown workflow %q", r.ID, r.Workflow)
-	case w.Version != r.Version:
-		return invalid("run %s pins %s version %d, current is %d", r.ID, r.Workflow, r.Version, w.Version)
+	if err := s.checkNewRun(r.ID, r.Workflow, r.Version); err != nil {
+		return err
 	}
-	run := &Run{ID: r.ID, Seq: uint64(len(s.RunList)), Workflow: r.Workflow, Version: r.Version,
-		Spec: w.Spec, Params: r.Params, Trigger: r.Trigger, Status: RunPending, CreatedAt: r.At}
+	s.newRun(&Run{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
+		Trigger: r.Trigger, CreatedAt: r.At})
+	return nil
+}
+
+func (s *State) checkNewRun(id, wf string, version int) error {
+	w, ok := s.Workflows[wf]
+	switch {
+	case id == "":
+		return invalid("run without an id")
+	case s.Runs[id] != nil:
+		return invalid("run %s created twice", id)
+	case !ok:
+		return invalid("run %s of unknown workflow %q", id, wf)
+	case w.Version != version:
+		return invalid("run %s pins %s version %d, current is %d", id, wf, version, w.Version)
+	}
+	return nil
+}
+
+// newRun adds a run of its workflow's current version, with its tasks.
+func (s *State) newRun(run *Run) {
+	run.Seq, run.Spec, run.Status = uint64(len(s.RunList)), s.Workflows[run.Workflow].Spec, RunPending
 	s.Runs[run.ID] = run
 	s.RunList = append(s.RunList, run)
-	s.createTasks(run, r.At)
+	s.createTasks(run, run.CreatedAt)
+}
+
+func (s *State) applyCronFired(r *CronFired) error {
+	sc, ok := s.Schedules[r.Workflow]
+	switch {
+	case !ok:
+		return invalid("cron_fired: workflow %q has no schedule", r.Workflow)
+	case sc.Paused:
+		return invalid("cron_fired: the schedule of %s is paused", r.Workflow)
+	case r.ScheduledAt <= sc.LastFire || r.ScheduledAt < sc.Since:
+		return invalid("cron_fired: %s fire at %d is not after its last fire (%d) and its start (%d)", r.Workflow, r.ScheduledAt, sc.LastFire, sc.Since)
+	case r.ScheduledAt > r.At:
+		return invalid("cron_fired: %s fire at %d is in the future (%d)", r.Workflow, r.ScheduledAt, r.At)
+	case (r.RunID == "") == (r.Skipped == ""):
+		return invalid("cron_fired: exactly one of run and skipped")
+	}
+	if r.RunID != "" {
+		if err := s.checkNewRun(r.RunID, r.Workflow, r.Version); err != nil {
+			return err
+		}
+	}
+	sc.LastFire = r.ScheduledAt
+	sc.Fires = append(sc.Fires, Fire{ScheduledAt: r.ScheduledAt, RunID: r.RunID, Skipped: r.Skipped, At: r.At})
+	if len(sc.Fires) > MaxFires {
+		sc.Fires = append(sc.Fires[:0:0], sc.Fires[len(sc.Fires)-MaxFires:]...)
+	}
+	if r.RunID != "" {
+		s.newRun(&Run{ID: r.RunID, Workflow: r.Workflow, Version: r.Version, Trigger: "cron",
+			ScheduledAt: r.ScheduledAt, Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
+	}
 	return nil
+}
+
+func (s *State) applySchedulePaused(r *SchedulePaused) error {
+	sc, ok := s.Schedules[r.Workflow]
+	switch {
+	case !ok:
+		return invalid("schedule_paused: workflow %q has no schedule", r.Workflow)
+	case sc.Paused == r.Paused:
+		return invalid("schedule_paused: the schedule of %s is already %s", r.Workflow, pausedWord(r.Paused))
+	}
+	sc.Paused = r.Paused
+	if !r.Paused {
+		sc.Since = r.At // no catch-up of what was due while paused
+	}
+	return nil
+}
+
+func pausedWord(p bool) string {
+	if p {
+		return "paused"
+	}
+	return "running"
 }
 
 // createTasks instantiates the pinned spec's tasks, pending, in spec order,

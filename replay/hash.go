@@ -32,9 +32,22 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 		w := s.Workflows[n]
 		vals = append(vals, w.Name, w.Version, w.Spec, w.Source, w.CreatedAt, w.UpdatedAt)
 	}
+	scheds := make([]string, 0, len(s.Schedules))
+	for n := range s.Schedules {
+		scheds = append(scheds, n)
+	}
+	sort.Strings(scheds)
+	vals = append(vals, len(scheds))
+	for _, n := range scheds {
+		sc := s.Schedules[n]
+		vals = append(vals, sc.Workflow, sc.Cron, sc.Since, sc.LastFire, sc.Paused, len(sc.Fires))
+		for _, f := range sc.Fires {
+			vals = append(vals, f.ScheduledAt, f.RunID, f.Skipped, f.At)
+		}
+	}
 	vals = append(vals, len(s.RunList))
 	for _, r := range s.RunList {
-		vals = append(vals, r.ID, r.Seq, r.Workflow, r.Version, r.Params, r.Trigger,
+		vals = append(vals, r.ID, r.Seq, r.Workflow, r.Version, r.Params, r.Trigger, r.ScheduledAt, r.Queued,
 			string(r.Status), r.CreatedAt, r.StartedAt, r.FinishedAt, r.CancelRequested, len(r.Tasks))
 		for _, t := range r.Tasks {
 			vals = append(vals, t.Index, t.SpecIndex, t.Name, t.Seq, string(t.Status), t.Attempt,

@@ -22,6 +22,8 @@ const (
 	KindTaskInterrupted Kind = 7
 	KindRunCancel       Kind = 8
 	KindRunRetried      Kind = 9
+	KindCronFired       Kind = 10
+	KindSchedulePaused  Kind = 11
 )
 
 var kindNames = map[Kind]string{
@@ -34,6 +36,8 @@ var kindNames = map[Kind]string{
 	KindTaskInterrupted: "task_interrupted",
 	KindRunCancel:       "run_cancel_requested",
 	KindRunRetried:      "run_retried",
+	KindCronFired:       "cron_fired",
+	KindSchedulePaused:  "schedule_paused",
 }
 
 func (k Kind) String() string {
@@ -136,6 +140,30 @@ type RunRetried struct {
 	At int64  `msgpack:"at"`
 }
 
+// CronFired is one fire of a workflow's schedule, recorded together with the
+// run it creates (RunID set) or the reason it created none (Skipped): one
+// record, so that a fire time can never create two runs. ScheduledAt must be
+// after the schedule's last fire.
+type CronFired struct {
+	Workflow    string `msgpack:"wf"`
+	ScheduledAt int64  `msgpack:"sched"`
+	RunID       string `msgpack:"run,omitempty"`
+	Version     int    `msgpack:"ver,omitempty"`    // with RunID: the version the run pins
+	Queued      bool   `msgpack:"queued,omitempty"` // overlap: queue: the run waits for the active ones
+	Skipped     string `msgpack:"skipped,omitempty"`
+	At          int64  `msgpack:"at"`
+}
+
+// SchedulePaused pauses (Paused) or resumes a workflow's schedule. Fires
+// due while it was paused are not caught up: a resume restarts it from At.
+type SchedulePaused struct {
+	Workflow string `msgpack:"wf"`
+	Paused   bool   `msgpack:"paused,omitempty"`
+	At       int64  `msgpack:"at"`
+}
+
+func (*CronFired) Kind() Kind          { return KindCronFired }
+func (*SchedulePaused) Kind() Kind     { return KindSchedulePaused }
 func (*RunCancelRequested) Kind() Kind { return KindRunCancel }
 func (*RunRetried) Kind() Kind         { return KindRunRetried }
 func (*WorkflowPut) Kind() Kind        { return KindWorkflowPut }
@@ -166,6 +194,10 @@ func newRecord(k Kind) (Record, error) {
 		return &RunCancelRequested{}, nil
 	case KindRunRetried:
 		return &RunRetried{}, nil
+	case KindCronFired:
+		return &CronFired{}, nil
+	case KindSchedulePaused:
+		return &SchedulePaused{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

@@ -254,3 +254,28 @@ func TestDelaySetsNotBefore(t *testing.T) {
 		t.Fatalf("b not_before %d, want now+1m", tb.NotBefore-m.now)
 	}
 }
+
+func TestCronFireTimesNeverRepeat(t *testing.T) {
+	spec := &workflow.Spec{Name: "c", Schedule: &workflow.Schedule{Cron: "*/5 * * * *"}, Tasks: []*workflow.Task{task("a")}}
+	m := newSim(t, spec)
+	m.apply(&CronFired{Workflow: "c", ScheduledAt: 300, RunID: "r1", Version: 1, At: 301})
+	for name, r := range map[string]*CronFired{
+		"same time":       {Workflow: "c", ScheduledAt: 300, RunID: "r2", Version: 1, At: 302},
+		"earlier time":    {Workflow: "c", ScheduledAt: 200, RunID: "r2", Version: 1, At: 302},
+		"before start":    {Workflow: "c", ScheduledAt: 0, Skipped: "x", At: 302},
+		"future":          {Workflow: "c", ScheduledAt: 900, RunID: "r2", Version: 1, At: 302},
+		"run and skipped": {Workflow: "c", ScheduledAt: 600, RunID: "r2", Version: 1, Skipped: "x", At: 602},
+		"no schedule":     {Workflow: "zz", ScheduledAt: 600, RunID: "r2", Version: 1, At: 602},
+	} {
+		if err := m.s.Apply(r); err == nil {
+			t.Errorf("%s: applied", name)
+		}
+	}
+	if r := m.s.Runs["r1"]; r == nil || r.Trigger != "cron" || r.ScheduledAt != 300 || len(m.s.Runs) != 1 {
+		t.Fatalf("runs after the rejected fires: %+v", m.s.Runs)
+	}
+	m.apply(&SchedulePaused{Workflow: "c", Paused: true, At: 400})
+	if err := m.s.Apply(&CronFired{Workflow: "c", ScheduledAt: 600, Skipped: "x", At: 601}); err == nil {
+		t.Fatal("a paused schedule fired")
+	}
+}

@@ -52,6 +52,7 @@ const MaxInterruptions = 3
 // State is everything orkwal knows, rebuilt by applying the log in order.
 type State struct {
 	Workflows map[string]*Workflow // current version of each live workflow
+	Schedules map[string]*Schedule // by workflow, for workflows with a schedule
 	Runs      map[string]*Run
 	RunList   []*Run // in creation order
 	NextSeq   uint64 // creation sequence of the next task
@@ -63,9 +64,30 @@ type State struct {
 
 // New returns an empty state.
 func New() *State {
-	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{},
+	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
 		mutexes: map[string][]*Task{}, activeRuns: map[string]int{}}
 }
+
+// Schedule is the state of a workflow's cron schedule.
+type Schedule struct {
+	Workflow string
+	Cron     string // the expression it follows
+	Since    int64  // fires are due after max(Since, LastFire): when this expression took effect, or the resume
+	LastFire int64  // scheduled time of the last fire, run or skipped
+	Paused   bool
+	Fires    []Fire // the latest fires, oldest first (at most MaxFires)
+}
+
+// Fire is one fire of a schedule.
+type Fire struct {
+	ScheduledAt int64
+	RunID       string // the run it created, or ""
+	Skipped     string // why it created no run
+	At          int64
+}
+
+// MaxFires is how many recent fires a schedule keeps.
+const MaxFires = 20
 
 // Workflow is the current version of a workflow.
 type Workflow struct {
@@ -79,18 +101,20 @@ type Workflow struct {
 
 // Run is one execution of a pinned workflow version.
 type Run struct {
-	ID         string
-	Seq        uint64 // creation order among runs
-	Workflow   string
-	Version    int
-	Spec       *workflow.Spec // the pinned version, shared and immutable
-	Params     map[string]string
-	Trigger    string
-	Status     RunStatus
-	CreatedAt  int64
-	StartedAt  int64
-	FinishedAt int64
-	Tasks      []*Task // in creation order: the spec's tasks, then fan-out instances
+	ID          string
+	Seq         uint64 // creation order among runs
+	Workflow    string
+	Version     int
+	Spec        *workflow.Spec // the pinned version, shared and immutable
+	Params      map[string]string
+	Trigger     string // api, cli, cron
+	ScheduledAt int64  // the fire time of a cron run
+	Queued      bool   // a cron run with overlap: queue waits until no other run of its workflow is active
+	Status      RunStatus
+	CreatedAt   int64
+	StartedAt   int64
+	FinishedAt  int64
+	Tasks       []*Task // in creation order: the spec's tasks, then fan-out instances
 	// CancelRequested: a cancel was accepted; the run ends cancelled once
 	// its attempts in flight have stopped.
 	CancelRequested bool

@@ -192,6 +192,9 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 	if err := p.checkSemantics(spec, tasks); err != nil {
 		return nil, err
 	}
+	if err := p.checkSchedule(spec, root); err != nil {
+		return nil, err
+	}
 	return spec, nil
 }
 

@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		// Unknown and not yet supported keys.
 		{"unknown top-level key", "name: a\nnmae: b\ntasks: {a: {command: x}}\n", "etl.yaml: nmae: unknown key"},
 		{"unknown task key", "name: etl\ntasks:\n  extract:\n    comand: [x]\n", "etl.yaml: tasks.extract.comand: unknown key"},
-		{"not supported top-level key", "name: a\nschedule: '0 2 * * *'\ntasks: {a: {command: x}}\n", "etl.yaml: schedule: not supported yet in this version"},
+		{"bad cron", "name: a\nschedule: \"61 * * * *\"\ntasks:\n  a: {command: x}\n", `etl.yaml: schedule: bad cron expression "61 * * * *"`},
 		{"not supported task key", "name: a\ntasks:\n  a: {command: x, job: j}\n", "etl.yaml: tasks.a.job: not supported yet in this version"},
 		{"task key at top level", "name: a\nretries: 3\ntasks: {a: {command: x}}\n", "etl.yaml: retries: unknown key"},
 		{"workflow key in task", "name: a\ntasks:\n  a: {command: x, schedule: daily}\n", "etl.yaml: tasks.a.schedule: unknown key"},

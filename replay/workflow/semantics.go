@@ -313,7 +313,7 @@ func (p *parser) workflowKey(spec *Spec, e entry) (bool, error) {
 	case "types":
 		spec.Types, err = p.types(e.val, e.path)
 	default:
-		return false, nil
+		return p.scheduleKey(spec, e)
 	}
 	return true, err
 }

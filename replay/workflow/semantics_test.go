@@ -102,3 +102,25 @@ func TestParseSemanticsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSchedule(t *testing.T) {
+	s, err := Parse("c.yaml", []byte("name: c\nschedule: \"CRON_TZ=Europe/Berlin */5 * * * *\"\ncatchup: all\noverlap: queue\ntasks:\n  a: {command: x}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Schedule.Cron != "CRON_TZ=Europe/Berlin */5 * * * *" || s.Schedule.CatchupPolicy() != "all" || s.Schedule.OverlapPolicy() != "queue" {
+		t.Fatalf("schedule %+v", s.Schedule)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"name: c\nschedule: \"@every 30s\"\ntasks:\n  a: {command: x}\n", ""},
+		{"name: c\nschedule: \"@hourly\"\ntasks:\n  a: {command: x}\n", ""},
+		{"name: c\nschedule: \"CRON_TZ=Nowhere/Land * * * * *\"\ntasks:\n  a: {command: x}\n", "schedule: bad cron expression"},
+		{"name: c\ncatchup: all\ntasks:\n  a: {command: x}\n", "schedule: catchup and overlap need a schedule"},
+		{"name: c\nschedule: \"@daily\"\noverlap: wait\ntasks:\n  a: {command: x}\n", `overlap: must be one of allow, queue, skip, got "wait"`},
+	} {
+		_, err := Parse("c.yaml", []byte(tc.src))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%q: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}

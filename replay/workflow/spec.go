@@ -29,6 +29,8 @@ type Spec struct {
 	// MaxActiveRuns caps this workflow's runs in progress at once; later
 	// runs stay pending, in creation order. 0 = no cap.
 	MaxActiveRuns int `msgpack:"max_active_runs,omitempty" json:"max_active_runs,omitempty"`
+	// Schedule, when set, runs the workflow on a cron.
+	Schedule *Schedule `msgpack:"schedule,omitempty" json:"schedule,omitempty"`
 	// Python is the default interpreter of python tasks ("" = python3).
 	Python string `msgpack:"python,omitempty" json:"python,omitempty"`
 	// Types are named types for python tasks' input_type/output_type, each
@@ -167,4 +169,12 @@ func (s *Spec) Lookup(name string) *Task {
 		}
 	}
 	return nil
+}
+
+// Schedule runs a workflow on a cron (robfig/cron/v3 syntax: five fields,
+// descriptors such as @hourly or @every 30s, an optional CRON_TZ= prefix).
+type Schedule struct {
+	Cron    string `msgpack:"cron" json:"cron"`
+	Catchup string `msgpack:"catchup,omitempty" json:"catchup,omitempty"` // none, latest (default), all
+	Overlap string `msgpack:"overlap,omitempty" json:"overlap,omitempty"` // skip (default), allow, queue
 }

@@ -15,9 +15,6 @@ const (
 // teach Parse the key in the same change).
 var notSupportedYet = map[string]level{
 	// Workflow level.
-	"schedule": levelWorkflow,
-	"catchup":  levelWorkflow,
-	"overlap":  levelWorkflow,
 
 	// Task level.
 	"job": levelTask, // Ork's cloudrun executor
