@@ -46,16 +46,16 @@ type FireView struct {
 
 // RunView is a run and, when asked for, its tasks.
 type RunView struct {
-	ID         string            `json:"id"`
-	Workflow   string            `json:"workflow"`
-	Version    int               `json:"version"`
-	Status     string            `json:"status"`
+	ID          string            `json:"id"`
+	Workflow    string            `json:"workflow"`
+	Version     int               `json:"version"`
+	Status      string            `json:"status"`
 	Trigger     string            `json:"trigger,omitempty"`      // api, cli or cron
 	ScheduledAt *time.Time        `json:"scheduled_at,omitempty"` // a cron run's fire time
 	Params      map[string]string `json:"params,omitempty"`
-	CreatedAt  time.Time         `json:"created_at"`
-	StartedAt  *time.Time        `json:"started_at,omitempty"`
-	FinishedAt *time.Time        `json:"finished_at,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	StartedAt   *time.Time        `json:"started_at,omitempty"`
+	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
 	// CancelRequested: a cancel was accepted; attempts are being stopped.
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
 	Tasks           []TaskView `json:"tasks,omitempty"`
