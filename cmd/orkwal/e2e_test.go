@@ -49,9 +49,13 @@ type daemon struct {
 }
 
 func startDaemon(t *testing.T, bin, data, addr string, env ...string) *daemon {
+	return startDaemonOn(t, bin, data, addr, "../../testdata/e2e", env...)
+}
+
+func startDaemonOn(t *testing.T, bin, data, addr, workflows string, env ...string) *daemon {
 	t.Helper()
 	d := &daemon{t: t, addr: addr, logs: &bytes.Buffer{}}
-	d.cmd = exec.Command(bin, "run", "--data", data, "--addr", addr, "--workflows", "../../testdata/e2e")
+	d.cmd = exec.Command(bin, "run", "--data", data, "--addr", addr, "--workflows", workflows)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	if err := d.cmd.Start(); err != nil {
@@ -192,5 +196,49 @@ func TestEndToEndDAGAndKill9Recovery(t *testing.T) {
 	}
 	if !strings.Contains(d2.logs.String(), "stopped cleanly") {
 		t.Fatalf("no clean stop in the log:\n%s", d2.logs)
+	}
+}
+
+// TestEndToEndCron runs an @every 1s schedule on the real binary, kill -9s
+// it, restarts it, and checks every fire time made exactly one run.
+func TestEndToEndCron(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	data := filepath.Join(t.TempDir(), "data")
+	addr := freeAddr(t)
+	d := startDaemonOn(t, bin, data, addr, "../../testdata/e2e-cron")
+	runs := func(d *daemon) []struct {
+		ID          string     `json:"id"`
+		Trigger     string     `json:"trigger"`
+		Status      string     `json:"status"`
+		ScheduledAt *time.Time `json:"scheduled_at"`
+	} {
+		_, body := d.call("GET", "/runs?workflow=e2e-tick", "")
+		var out []struct {
+			ID          string     `json:"id"`
+			Trigger     string     `json:"trigger"`
+			Status      string     `json:"status"`
+			ScheduledAt *time.Time `json:"scheduled_at"`
+		}
+		json.Unmarshal(body, &out)
+		return out
+	}
+	d.eventually("two cron runs", func() bool { return len(runs(d)) >= 2 })
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	d.cmd.Wait()
+	d2 := startDaemonOn(t, bin, data, addr, "../../testdata/e2e-cron")
+	before := len(runs(d2))
+	d2.eventually("fires after the restart", func() bool { return len(runs(d2)) >= before+2 })
+	seen := map[time.Time]string{}
+	for _, r := range runs(d2) {
+		if r.Trigger != "cron" || r.ScheduledAt == nil {
+			t.Fatalf("run %s: trigger %q scheduled_at %v", r.ID, r.Trigger, r.ScheduledAt)
+		}
+		if other, dup := seen[*r.ScheduledAt]; dup {
+			t.Fatalf("fire time %s made two runs: %s and %s", r.ScheduledAt, other, r.ID)
+		}
+		seen[*r.ScheduledAt] = r.ID
 	}
 }
