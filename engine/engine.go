@@ -162,7 +162,7 @@ func (e *Engine) interruptInFlight() error {
 			continue
 		}
 		for _, t := range run.Tasks {
-			if !t.Status.InFlight() {
+			if !t.AttemptInFlight() {
 				continue
 			}
 			e.killLeftover(t)

@@ -109,7 +109,7 @@ func (e *Engine) reconcile(st *replay.State) []replay.Record {
 	live := 0
 	for _, run := range st.RunList {
 		for _, t := range run.Tasks {
-			if !t.Status.InFlight() {
+			if !t.AttemptInFlight() {
 				continue
 			}
 			if a := e.attempts[t.ID()]; a != nil && a.number == t.Attempt {

@@ -315,3 +315,24 @@ type (
 	replayState  = replay.State
 	replayRecord = replay.Record
 )
+
+// TestCrashWhileFanOutRuns: a fan-out node is running while its instances
+// run; at boot only the instances are attempts to interrupt, never the
+// node (found by the power-loss harness).
+func TestCrashWhileFanOutRuns(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, _ := clocked(t, dir, m, 4)
+	put(t, e, &workflow.Spec{Name: "fan", Tasks: []*workflow.Task{
+		{Name: "each", Executor: "process", Command: []string{"x"}, Parallel: 2}}})
+	id := trigger(t, e, "fan")
+	m.next()
+	m.next()
+	crash(e)
+	m2 := newManual(t, dir)
+	e2, _ := clocked(t, dir, m2, 4)
+	defer e2.Close()
+	m2.finish(m2.next(), true)
+	m2.finish(m2.next(), true)
+	waitFor(t, e2, "run after the crash", func() bool { return runStatus(e2, id) == "success" })
+}

@@ -156,7 +156,7 @@ func (e *Engine) viewTask(t *replay.Task) TaskView {
 	if len(t.Output) > 0 {
 		v.Output = json.RawMessage(t.Output)
 	}
-	if t.Status.InFlight() {
+	if t.AttemptInFlight() {
 		v.PID = t.PID
 	} else {
 		v.PID = 0

@@ -1,7 +1,9 @@
 package fuzz
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/orkwal/orkwal/replay"
@@ -110,7 +112,54 @@ func FuzzApply(f *testing.F) {
 		if h2, _ := again.Hash(); h1 != h2 {
 			t.Fatal("replayed state differs from live state")
 		}
+		checkSnapshotReplay(t, accepted, len(b)%(len(accepted)+1))
 	})
+}
+
+// checkSnapshotReplay applies the first cut records, takes a snapshot
+// through its file encoding, restores it, then applies the rest to both the
+// restored state and a full replay: they must agree on every record's
+// acceptance, on the final hash and on the ready queue.
+func checkSnapshotReplay(t *testing.T, recs []replay.Record, cut int) {
+	t.Helper()
+	full := replay.New()
+	for _, r := range recs[:cut] {
+		full.Apply(r)
+	}
+	var buf bytes.Buffer
+	if err := full.Snapshot(uint64(cut)).Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := replay.DecodeSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := replay.Restore(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1, _ := full.Hash(); snap.Index != uint64(cut) {
+		t.Fatalf("snapshot index %d, want %d (%x)", snap.Index, cut, h1)
+	}
+	for _, r := range recs[cut:] {
+		e1, e2 := full.Apply(r), restored.Apply(r)
+		if (e1 == nil) != (e2 == nil) {
+			t.Fatalf("after a snapshot at %d, %s: full replay %v, restored %v", cut, r.Kind(), e1, e2)
+		}
+	}
+	h1, _ := full.Hash()
+	if h2, _ := restored.Hash(); h1 != h2 {
+		t.Fatalf("snapshot at %d then replay differs from full replay", cut)
+	}
+	if a, b := readyOrder(full), readyOrder(restored); a != b {
+		t.Fatalf("ready queues differ after a snapshot at %d:\n%s\n%s", cut, a, b)
+	}
+}
+
+func readyOrder(st *replay.State) string {
+	var out []string
+	st.EachReady(func(t *replay.Task) bool { out = append(out, t.ID()); return true })
+	return strings.Join(out, ",")
 }
 
 func checkInvariants(t *testing.T, st *replay.State, beforeT snapshot, beforeR map[string]replay.RunStatus) {

@@ -111,7 +111,8 @@ func (s *State) checkNewRun(id, wf string, version int) error {
 
 // newRun adds a run of its workflow's current version, with its tasks.
 func (s *State) newRun(run *Run) {
-	run.Seq, run.Spec, run.Status = uint64(len(s.RunList)), s.Workflows[run.Workflow].Spec, RunPending
+	run.Seq, run.Spec, run.Status = s.NextRunSeq, s.Workflows[run.Workflow].Spec, RunPending
+	s.NextRunSeq++
 	s.Runs[run.ID] = run
 	s.RunList = append(s.RunList, run)
 	s.createTasks(run, run.CreatedAt)
@@ -247,7 +248,7 @@ func (s *State) inFlight(what string, ref TaskRef, attempt int) (*Task, error) {
 	switch {
 	case err != nil:
 		return nil, invalid("%s: %v", what, err)
-	case !t.Status.InFlight() || t.IsNode():
+	case !t.AttemptInFlight():
 		return nil, invalid("%s: task %s is %s", what, t.ID(), t.Status)
 	case attempt != t.Attempt:
 		return nil, invalid("%s: task %s attempt %d, current is %d", what, t.ID(), attempt, t.Attempt)

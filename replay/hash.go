@@ -27,7 +27,7 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	vals := []any{s.NextSeq, len(names)}
+	vals := []any{s.NextSeq, s.NextRunSeq, len(names)}
 	for _, n := range names {
 		w := s.Workflows[n]
 		vals = append(vals, w.Name, w.Version, w.Spec, w.Source, w.CreatedAt, w.UpdatedAt)

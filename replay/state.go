@@ -51,11 +51,12 @@ const MaxInterruptions = 3
 
 // State is everything orkwal knows, rebuilt by applying the log in order.
 type State struct {
-	Workflows map[string]*Workflow // current version of each live workflow
-	Schedules map[string]*Schedule // by workflow, for workflows with a schedule
-	Runs      map[string]*Run
-	RunList   []*Run // in creation order
-	NextSeq   uint64 // creation sequence of the next task
+	Workflows  map[string]*Workflow // current version of each live workflow
+	Schedules  map[string]*Schedule // by workflow, for workflows with a schedule
+	Runs       map[string]*Run
+	RunList    []*Run // in creation order
+	NextSeq    uint64 // creation sequence of the next task
+	NextRunSeq uint64 // creation sequence of the next run
 
 	ready      readyQueue         // derived: pending tasks whose dependencies succeeded
 	mutexes    map[string][]*Task // derived: per mutex key, its unfinished tasks in creation order
@@ -182,6 +183,11 @@ func (t *Task) Spec() *workflow.Task { return t.Run.Spec.Tasks[t.SpecIndex] }
 // IsNode reports a fan-out task, which runs through its instances and is
 // never dispatched itself.
 func (t *Task) IsNode() bool { return t.Parent < 0 && t.Spec().FansOut() }
+
+// AttemptInFlight reports whether the task has an attempt handed to an
+// executor whose outcome is not recorded: what a crash interrupts. A
+// fan-out node is running while its instances run, but is never an attempt.
+func (t *Task) AttemptInFlight() bool { return t.Status.InFlight() && !t.IsNode() }
 
 // Waiting is the number of upstream tasks not yet done.
 func (t *Task) Waiting() int { return t.waiting }

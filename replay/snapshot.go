@@ -1,0 +1,303 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Snapshot file format (docs/format.md, "Snapshot"):
+//
+//	offset  size  field
+//	0       8     magic "ORKWSNAP"
+//	8       1     version, currently 1
+//	9       3     zero
+//	12      8     WAL index: the state after applying every frame up to it
+//	20      8     body length
+//	28      8     xxhash64 of the body
+//	36      ...   body: msgpack of a Snapshot
+const (
+	snapshotMagic   = "ORKWSNAP"
+	SnapshotVersion = 1
+	snapshotHeader  = 36
+)
+
+// Snapshot errors; a bad snapshot is never loaded.
+var (
+	ErrSnapshotMagic    = errors.New("replay: not a snapshot (bad magic)")
+	ErrSnapshotVersion  = errors.New("replay: unknown snapshot version")
+	ErrSnapshotChecksum = errors.New("replay: snapshot checksum mismatch")
+)
+
+// Snapshot is a flat, immutable copy of every persisted field of a State:
+// the engine takes it under its lock (cheap) and encodes it elsewhere.
+// Derived structures are rebuilt by Restore.
+type Snapshot struct {
+	Index      uint64 `msgpack:"-"`
+	NextSeq    uint64
+	NextRunSeq uint64
+	Specs      []SnapSpec
+	Workflows  []SnapWorkflow
+	Schedules  []Schedule
+	Runs       []SnapRun
+}
+
+// SnapSpec is one workflow version that a workflow or a run refers to.
+type SnapSpec struct {
+	Workflow string
+	Version  int
+	Spec     *workflow.Spec
+}
+
+// SnapWorkflow is a workflow's current version.
+type SnapWorkflow struct {
+	_msgpack  struct{} `msgpack:",as_array"`
+	Name      string
+	Version   int
+	Source    string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+// SnapRun is a run with its tasks; Spec is an index into Snapshot.Specs.
+type SnapRun struct {
+	_msgpack        struct{} `msgpack:",as_array"`
+	ID              string
+	Seq             uint64
+	Workflow        string
+	Version         int
+	Spec            int
+	Params          map[string]string
+	Trigger         string
+	ScheduledAt     int64
+	Queued          bool
+	Status          RunStatus
+	CreatedAt       int64
+	StartedAt       int64
+	FinishedAt      int64
+	CancelRequested bool
+	Tasks           []SnapTask
+}
+
+// SnapTask is one task of a run.
+type SnapTask struct {
+	_msgpack      struct{} `msgpack:",as_array"`
+	SpecIndex     int
+	Name          string
+	Seq           uint64
+	Status        TaskStatus
+	Attempt       int
+	Failures      int
+	Interruptions int
+	NotBefore     int64
+	MutexKey      string
+	Priority      int
+	Parent        int
+	Instance      int
+	Count         int
+	Item          []byte
+	Instances     []int
+	Expanded      bool
+	PID           int
+	StartTime     uint64
+	ExitCode      int
+	Error         string
+	Output        []byte
+	DispatchedAt  int64
+	StartedAt     int64
+	FinishedAt    int64
+	Deps          []int
+}
+
+// Snapshot copies the state's persisted fields. Strings, byte slices and
+// specs are shared (they are never mutated in place); everything else is
+// copied, so the result may be encoded while the state moves on.
+func (s *State) Snapshot(index uint64) *Snapshot {
+	snap := &Snapshot{Index: index, NextSeq: s.NextSeq, NextRunSeq: s.NextRunSeq}
+	specs := map[*workflow.Spec]int{}
+	specOf := func(name string, version int, spec *workflow.Spec) int {
+		if i, ok := specs[spec]; ok {
+			return i
+		}
+		specs[spec] = len(snap.Specs)
+		snap.Specs = append(snap.Specs, SnapSpec{Workflow: name, Version: version, Spec: spec})
+		return specs[spec]
+	}
+	for _, name := range sortedNames(s.Workflows) {
+		w := s.Workflows[name]
+		specOf(w.Name, w.Version, w.Spec)
+		snap.Workflows = append(snap.Workflows, SnapWorkflow{Name: w.Name, Version: w.Version, Source: w.Source,
+			CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt})
+	}
+	for _, name := range sortedNames(s.Schedules) {
+		sc := *s.Schedules[name]
+		sc.Fires = append([]Fire(nil), sc.Fires...)
+		snap.Schedules = append(snap.Schedules, sc)
+	}
+	snap.Runs = make([]SnapRun, len(s.RunList))
+	for i, r := range s.RunList {
+		snap.Runs[i] = snapRun(r, specOf(r.Workflow, r.Version, r.Spec))
+	}
+	return snap
+}
+
+func snapRun(r *Run, spec int) SnapRun {
+	sr := SnapRun{ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Spec: spec, Params: r.Params,
+		Trigger: r.Trigger, ScheduledAt: r.ScheduledAt, Queued: r.Queued, Status: r.Status, CreatedAt: r.CreatedAt,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested,
+		Tasks: make([]SnapTask, len(r.Tasks))}
+	for i, t := range r.Tasks {
+		sr.Tasks[i] = SnapTask{SpecIndex: t.SpecIndex, Name: t.Name, Seq: t.Seq, Status: t.Status, Attempt: t.Attempt,
+			Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
+			Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
+			Instances: append([]int(nil), t.Instances...), Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
+			ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, DispatchedAt: t.DispatchedAt,
+			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps}
+	}
+	return sr
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Encode writes the snapshot file: header, then body.
+func (snap *Snapshot) Encode(w io.Writer) error {
+	var body bytes.Buffer
+	enc := msgpack.NewEncoder(&body)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(snap); err != nil {
+		return fmt.Errorf("replay: encode snapshot: %w", err)
+	}
+	hdr := make([]byte, snapshotHeader)
+	copy(hdr, snapshotMagic)
+	hdr[8] = SnapshotVersion
+	binary.LittleEndian.PutUint64(hdr[12:], snap.Index)
+	binary.LittleEndian.PutUint64(hdr[20:], uint64(body.Len()))
+	binary.LittleEndian.PutUint64(hdr[28:], xxhash.Sum64(body.Bytes()))
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	_, err := w.Write(body.Bytes())
+	return err
+}
+
+// DecodeSnapshot checks a snapshot file's header (magic, then version, then
+// checksum, each with its own error) and decodes it.
+func DecodeSnapshot(data []byte) (*Snapshot, error) {
+	if len(data) < snapshotHeader || string(data[:8]) != snapshotMagic {
+		return nil, ErrSnapshotMagic
+	}
+	if data[8] != SnapshotVersion {
+		return nil, fmt.Errorf("%w %d", ErrSnapshotVersion, data[8])
+	}
+	n := binary.LittleEndian.Uint64(data[20:])
+	body := data[snapshotHeader:]
+	if uint64(len(body)) != n || xxhash.Sum64(body) != binary.LittleEndian.Uint64(data[28:]) {
+		return nil, ErrSnapshotChecksum
+	}
+	snap := &Snapshot{}
+	if err := msgpack.Unmarshal(body, snap); err != nil {
+		return nil, fmt.Errorf("replay: decode snapshot: %w", err)
+	}
+	snap.Index = binary.LittleEndian.Uint64(data[12:])
+	return snap, nil
+}
+
+// Restore builds a State from a snapshot, rebuilding every derived
+// structure exactly as Apply would have left it.
+func Restore(snap *Snapshot) (*State, error) {
+	s := New()
+	s.NextSeq, s.NextRunSeq = snap.NextSeq, snap.NextRunSeq
+	byVersion := map[string]*workflow.Spec{}
+	for _, sp := range snap.Specs {
+		byVersion[fmt.Sprintf("%s@%d", sp.Workflow, sp.Version)] = sp.Spec
+	}
+	for _, w := range snap.Workflows {
+		spec := byVersion[fmt.Sprintf("%s@%d", w.Name, w.Version)]
+		if spec == nil {
+			return nil, fmt.Errorf("replay: snapshot: workflow %s has no spec for version %d", w.Name, w.Version)
+		}
+		s.Workflows[w.Name] = &Workflow{Name: w.Name, Version: w.Version, Spec: spec, Source: w.Source,
+			CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	}
+	for i := range snap.Schedules {
+		sc := snap.Schedules[i]
+		s.Schedules[sc.Workflow] = &sc
+	}
+	for _, sr := range snap.Runs {
+		if sr.Spec < 0 || sr.Spec >= len(snap.Specs) {
+			return nil, fmt.Errorf("replay: snapshot: run %s refers to spec %d", sr.ID, sr.Spec)
+		}
+		run := restoreRun(sr, snap.Specs[sr.Spec].Spec)
+		s.Runs[run.ID] = run
+		s.RunList = append(s.RunList, run)
+		s.rebuild(run)
+	}
+	return s, nil
+}
+
+func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
+	run := &Run{ID: sr.ID, Seq: sr.Seq, Workflow: sr.Workflow, Version: sr.Version, Spec: spec, Params: sr.Params,
+		Trigger: sr.Trigger, ScheduledAt: sr.ScheduledAt, Queued: sr.Queued, Status: sr.Status,
+		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested}
+	run.Tasks = make([]*Task, len(sr.Tasks))
+	for i, st := range sr.Tasks {
+		run.Tasks[i] = &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
+			Attempt: st.Attempt, Failures: st.Failures, Interruptions: st.Interruptions, NotBefore: st.NotBefore,
+			MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent, Instance: st.Instance, Count: st.Count,
+			Item: st.Item, Instances: st.Instances, Expanded: st.Expanded, PID: st.PID, StartTime: st.StartTime,
+			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, DispatchedAt: st.DispatchedAt,
+			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Deps: st.Deps}
+	}
+	return run
+}
+
+// rebuild recomputes a restored run's derived structures: downstream
+// lists, counters, waiting counts, the ready queue, mutex queues, active
+// runs.
+func (s *State) rebuild(run *Run) {
+	for _, t := range run.Tasks {
+		for _, d := range t.Deps {
+			run.Tasks[d].Downstream = append(run.Tasks[d].Downstream, t.Index)
+		}
+	}
+	for _, t := range run.Tasks {
+		if !t.Status.Terminal() {
+			run.active++
+		}
+		if t.Status == Failed {
+			run.failed++
+		}
+		if t.MutexKey != "" && !t.Status.Terminal() {
+			s.mutexPush(t)
+		}
+	}
+	s.recountNodes(run)
+	for _, t := range run.Tasks {
+		if t.Status != Pending {
+			continue
+		}
+		if t.Parent < 0 {
+			t.waiting = s.waitingOn(t)
+		}
+		if t.Parent >= 0 || t.waiting == 0 {
+			s.ready.push(t)
+		}
+	}
+	if run.Status == RunRunning {
+		s.activeRuns[run.Workflow]++
+	}
+}
