@@ -25,6 +25,18 @@ type Config struct {
 	// disk-full failure; it doubles up to 30s. Default 1s.
 	RecoveryBackoff time.Duration
 	WALFault        wal.Fault // tests only: inject WAL failures
+
+	// CompactBytes: a snapshot is written once the log has grown by this
+	// much since the last one. Default 64 MiB; negative = never.
+	CompactBytes int64
+	// Retention drops finished runs older than this at snapshot time
+	// (default 7 days); KeepRuns keeps at most this many finished runs per
+	// workflow (default 1000).
+	Retention time.Duration
+	KeepRuns  int
+	// CompactFault, tests only: called at each crash point of a compaction
+	// (before-rename, after-rename, after-truncate); an error stops it there.
+	CompactFault func(step string) error
 }
 
 func (c Config) withDefaults() Config {
@@ -50,6 +62,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = 1 << 20
+	}
+	if c.CompactBytes == 0 {
+		c.CompactBytes = 64 << 20
+	}
+	if c.Retention <= 0 {
+		c.Retention = 7 * 24 * time.Hour
+	}
+	if c.KeepRuns <= 0 {
+		c.KeepRuns = 1000
 	}
 	if c.RecoveryBackoff <= 0 {
 		c.RecoveryBackoff = time.Second

@@ -51,6 +51,13 @@ type Engine struct {
 	wakeAt    int64
 	wakeCh    <-chan time.Time
 
+	// Compaction: loop-owned, except compactions (a counter).
+	snapIndex   uint64 // WAL index of the newest snapshot (0 = none)
+	logBytes    int64  // bytes appended since it
+	compacting  bool
+	compactions atomic.Int64
+	compactDone chan *compactResult // reports of a compaction that outlived the loop
+
 	// Loop-owned: in-process recovery after a disk-full failure.
 	recoverTimer <-chan time.Time
 	recoverWait  time.Duration
@@ -93,7 +100,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(),
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
-		changed: make(chan struct{}), halt: make(chan struct{})}
+		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
 		lock.Release()
 		return nil, err
@@ -107,12 +114,21 @@ func (e *Engine) recover() error {
 		return fmt.Errorf("engine: open wal: %w", err)
 	}
 	e.wal = l
-	n, err := Replay(l, e.state)
+	st, from, err := e.loadSnapshot()
 	if err != nil {
 		l.Close()
 		return err
 	}
-	e.log.Info("replayed wal", "records", n, "last_index", l.LastIndex(), "runs", len(e.state.Runs))
+	e.state = st
+	n, err := ReplayFrom(l, e.state, from+1)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	if size, err := l.Size(); err == nil {
+		e.logBytes = size
+	}
+	e.log.Info("recovered", "snapshot_index", from, "records_replayed", n, "last_index", l.LastIndex(), "runs", len(e.state.Runs))
 	if err := e.interruptInFlight(); err != nil {
 		l.Close()
 		return err
@@ -128,9 +144,12 @@ func (e *Engine) openWAL() (*wal.Log, error) {
 // Replay applies every record of the log to st and returns how many it
 // applied. A record that does not decode or apply stops it with an error
 // naming the WAL index: the log is corrupt and boot must refuse.
-func Replay(l *wal.Log, st *replay.State) (int, error) {
+func Replay(l *wal.Log, st *replay.State) (int, error) { return ReplayFrom(l, st, 1) }
+
+// ReplayFrom applies the records of every frame from index on.
+func ReplayFrom(l *wal.Log, st *replay.State, from uint64) (int, error) {
 	n := 0
-	err := l.Replay(1, func(index uint64, payloads [][]byte) error {
+	err := l.Replay(from, func(index uint64, payloads [][]byte) error {
 		n += len(payloads)
 		return applyFrame(st, index, payloads)
 	})
@@ -234,6 +253,14 @@ func (e *Engine) Close() error {
 		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
+	for e.compacting { // a background snapshot is still being written
+		e.compacted(<-e.compactDone)
+	}
+	if e.poison.Load() == nil && e.logBytes > 0 {
+		if err := e.Compact(); err != nil {
+			e.log.Error("snapshot at shutdown failed", "err", err)
+		}
+	}
 	err := e.wal.Close()
 	e.lock.Release()
 	return err

@@ -71,9 +71,16 @@ func (e *Engine) loop() {
 			case <-e.recoverTimer:
 				e.recoverTimer = nil
 				e.tryRecover()
+			case r := <-e.compactDone:
+				e.compacted(r)
 			case <-e.halt:
 				return
 			}
+		}
+		select {
+		case r := <-e.compactDone:
+			e.compacted(r)
+		default:
 		}
 		select {
 		case <-e.recoverTimer:
@@ -146,6 +153,7 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	}
 	if len(out.recs) > 0 {
 		e.append(out)
+		e.maybeCompact(now)
 	}
 	return out
 }
@@ -304,6 +312,9 @@ func (e *Engine) append(out *turnOutput) {
 		_, err = e.wal.Append(payloads)
 	}
 	if err == nil {
+		for _, p := range payloads {
+			e.logBytes += int64(len(p))
+		}
 		return
 	}
 	e.failStop(err)

@@ -41,7 +41,7 @@ func recordFrom(b []byte, at int64) replay.Record {
 	ref := replay.TaskRef{Run: fmt.Sprintf("r%d", pick(1, 4)), Task: pick(2, 8)}
 	attempt := pick(3, 3) + 1
 	outputs := []string{`{"items": [1, 2]}`, `{"items": []}`, `{"items": 5}`, ``}
-	switch pick(0, 9) {
+	switch pick(0, 10) {
 	case 0:
 		return &replay.WorkflowPut{Spec: spec(fmt.Sprintf("w%d", pick(1, 2))), At: at}
 	case 1:
@@ -59,6 +59,8 @@ func recordFrom(b []byte, at int64) replay.Record {
 		return &replay.RunCancelRequested{ID: ref.Run, At: at}
 	case 7:
 		return &replay.RunRetried{ID: ref.Run, At: at}
+	case 8:
+		return &replay.RunsPruned{IDs: []string{ref.Run}, At: at}
 	}
 	return &replay.TaskInterrupted{TaskRef: ref, Attempt: attempt, Clean: pick(4, 2) == 0, At: at}
 }

@@ -40,6 +40,8 @@ func (s *State) Apply(r Record) error {
 		return s.applyCronFired(r)
 	case *SchedulePaused:
 		return s.applySchedulePaused(r)
+	case *RunsPruned:
+		return s.applyRunsPruned(r)
 	}
 	return invalid("unknown record type %T", r)
 }
@@ -345,5 +347,31 @@ func (s *State) applyRunRetried(r *RunRetried) error {
 		return invalid("retry of run %s, which succeeded", r.ID)
 	}
 	s.rerun(run, r.At)
+	return nil
+}
+
+func (s *State) applyRunsPruned(r *RunsPruned) error {
+	drop := make(map[string]bool, len(r.IDs))
+	for _, id := range r.IDs {
+		run, ok := s.Runs[id]
+		switch {
+		case !ok:
+			return invalid("runs_pruned: unknown run %q", id)
+		case !run.Status.Finished():
+			return invalid("runs_pruned: run %s is still %s", id, run.Status)
+		}
+		drop[id] = true
+	}
+	kept := s.RunList[:0]
+	for _, run := range s.RunList {
+		if drop[run.ID] {
+			delete(s.Runs, run.ID)
+			continue
+		}
+		kept = append(kept, run)
+	}
+	clear(s.RunList[len(kept):])
+	s.RunList = kept
+	s.ready.compact()
 	return nil
 }

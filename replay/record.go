@@ -24,6 +24,7 @@ const (
 	KindRunRetried      Kind = 9
 	KindCronFired       Kind = 10
 	KindSchedulePaused  Kind = 11
+	KindRunsPruned      Kind = 12
 )
 
 var kindNames = map[Kind]string{
@@ -38,6 +39,7 @@ var kindNames = map[Kind]string{
 	KindRunRetried:      "run_retried",
 	KindCronFired:       "cron_fired",
 	KindSchedulePaused:  "schedule_paused",
+	KindRunsPruned:      "runs_pruned",
 }
 
 func (k Kind) String() string {
@@ -162,6 +164,15 @@ type SchedulePaused struct {
 	At       int64  `msgpack:"at"`
 }
 
+// RunsPruned drops finished runs from the state (retention). Recorded
+// before the snapshot that leaves them out, so live and replayed state
+// agree; their log folders are removed once both are durable.
+type RunsPruned struct {
+	IDs []string `msgpack:"ids"`
+	At  int64    `msgpack:"at"`
+}
+
+func (*RunsPruned) Kind() Kind         { return KindRunsPruned }
 func (*CronFired) Kind() Kind          { return KindCronFired }
 func (*SchedulePaused) Kind() Kind     { return KindSchedulePaused }
 func (*RunCancelRequested) Kind() Kind { return KindRunCancel }
@@ -198,6 +209,8 @@ func newRecord(k Kind) (Record, error) {
 		return &CronFired{}, nil
 	case KindSchedulePaused:
 		return &SchedulePaused{}, nil
+	case KindRunsPruned:
+		return &RunsPruned{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

@@ -279,3 +279,19 @@ func TestCronFireTimesNeverRepeat(t *testing.T) {
 		t.Fatal("a paused schedule fired")
 	}
 }
+
+func TestRunsPruned(t *testing.T) {
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("a")}}, "r1", "r2")
+	m.run("r1", "a", true, "")
+	if err := m.s.Apply(&RunsPruned{IDs: []string{"r2"}}); err == nil {
+		t.Fatal("an unfinished run was pruned")
+	}
+	m.apply(&RunsPruned{IDs: []string{"r1"}, At: 9})
+	if len(m.s.RunList) != 1 || m.s.Runs["r1"] != nil || m.s.RunList[0].ID != "r2" {
+		t.Fatalf("after pruning: %d runs", len(m.s.RunList))
+	}
+	m.apply(&RunCreated{ID: "r3", Workflow: "w", Version: 1, At: 10})
+	if m.s.Runs["r3"].Seq <= m.s.Runs["r2"].Seq {
+		t.Fatal("run sequence reused after pruning")
+	}
+}

@@ -35,6 +35,8 @@ const (
 	OpSync Op = "fsync"
 	// OpDirSync: instead of the folder's fsync after a segment was created.
 	OpDirSync Op = "dirsync"
+	// OpTruncate: before a front truncation (index is its new first entry).
+	OpTruncate Op = "truncate"
 )
 
 // Fault injects a failure at op while appending the frame at index.
@@ -351,4 +353,51 @@ func (l *Log) queued() int {
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
 	return len(l.queue)
+}
+
+// TruncateFront removes every entry before index: the entry at index
+// becomes the first. The folder is fsynced before it returns. A crash in the
+// middle leaves tidwall/wal's .START file, which Open resolves; a truncation
+// undone by a crash only leaves entries that replay skips. A failure poisons
+// the log, as a failed append does.
+func (l *Log) TruncateFront(index uint64) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.poison != nil:
+		return fmt.Errorf("%w: %w", ErrPoisoned, l.poison)
+	}
+	if err := l.fault(OpTruncate, index); err != nil {
+		return err
+	}
+	if err := l.tw.TruncateFront(index); err != nil {
+		return l.fail(fmt.Errorf("truncate front to index %d: %w", index, err))
+	}
+	if err := syncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("%w: folder after truncation: %w", ErrSync, err))
+	}
+	// tidwall rewrites the tail segment when index falls in it.
+	if err := l.loadTail(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// Size is the total size of the segment files, in bytes.
+func (l *Log) Size() (int64, error) {
+	segs, err := listSegments(l.dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, s := range segs {
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			return 0, fmt.Errorf("wal: stat %s: %w", s.path, err)
+		}
+		n += fi.Size()
+	}
+	return n, nil
 }

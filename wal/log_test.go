@@ -410,3 +410,63 @@ func TestGroupCommitBatchesWaitingAppenders(t *testing.T) {
 		t.Fatalf("%d fsyncs for 11 appends, want 2", n)
 	}
 }
+
+func TestTruncateFrontKeepsTheRestAndAppends(t *testing.T) {
+	for _, seg := range []int{0, 200} { // truncating into the tail segment, and across segments
+		dir := t.TempDir()
+		l := openT(t, dir, seg)
+		for i := 0; i < 50; i++ {
+			l.Append([][]byte{rec(i)})
+		}
+		if err := l.TruncateFront(31); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := l.FirstIndex()
+		if first != 31 {
+			t.Fatalf("segment size %d: first index %d, want 31", seg, first)
+		}
+		for i := 50; i < 120; i++ { // keeps segment creation predictions right
+			if _, err := l.Append([][]byte{rec(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.Close()
+		var got []string
+		if err := ReplayDir(dir, 31, func(_ uint64, rs [][]byte) error {
+			got = append(got, string(rs[0]))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 90 || got[0] != string(rec(30)) || got[89] != string(rec(119)) {
+			t.Fatalf("segment size %d: after truncation %d records from %s", seg, len(got), got[0])
+		}
+		if err := ReplayDir(dir, 1, func(uint64, [][]byte) error { return nil }); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("replay from before the truncation: %v, want a gap reported", err)
+		}
+	}
+}
+
+// TestCrashMidTruncateRecovers: tidwall/wal truncates by writing a .START
+// segment, removing the old ones, and renaming it. A crash after the .START
+// is written leaves both; Open resolves it to the truncated log.
+func TestCrashMidTruncateRecovers(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	for i := 0; i < 20; i++ {
+		l.Append([][]byte{rec(i)})
+	}
+	l.Close()
+	seg := filepath.Join(dir, "00000000000000000001")
+	data, _ := os.ReadFile(seg)
+	off, err := offsetOf(data, 1, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "00000000000000000011.START"), data[off:], 0o644)
+	l = openT(t, dir, 0)
+	defer l.Close()
+	if first, _ := l.FirstIndex(); first != 11 || l.LastIndex() != 20 {
+		t.Fatalf("after a crash mid-truncate: first %d last %d, want 11..20", first, l.LastIndex())
+	}
+}

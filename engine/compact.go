@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+)
+
+// Compaction (docs/format.md, "Snapshot and truncation"):
+//
+//  1. Under the lock, after a turn's append: record runs_pruned for the
+//     finished runs past retention, then copy the state (replay.Snapshot)
+//     at the last durable index N. This copy is the loop's only pause.
+//  2. In the background: write snapshots/snapshot-N.snap.tmp, fsync it,
+//     rename it, fsync the folder.
+//  3. Truncate the log's front up to the previous snapshot's index P (not
+//     N): a corrupt newest snapshot then still falls back to the previous
+//     one plus the log. fsync the wal folder.
+//  4. Remove snapshots older than P, and the log folders of pruned runs.
+//
+// A crash at any step leaves a state that boot recovers to the same state:
+// a .tmp snapshot is ignored and removed, a renamed snapshot is used, an
+// untruncated log only holds frames that replay skips.
+
+// Snapshot file names.
+const (
+	snapshotDir    = "snapshots"
+	snapshotPrefix = "snapshot-"
+	snapshotExt    = ".snap"
+)
+
+// compactResult is the background writer's report to the loop.
+type compactResult struct {
+	index  uint64
+	pruned []string
+	err    error
+}
+
+func snapshotPath(dataDir string, index uint64) string {
+	return filepath.Join(dataDir, snapshotDir, fmt.Sprintf("%s%020d%s", snapshotPrefix, index, snapshotExt))
+}
+
+// snapshotIndexes lists the snapshot files' indexes, newest first, and
+// removes leftover .tmp files (a crash before step 2's rename).
+func snapshotIndexes(dataDir string) ([]uint64, error) {
+	dir := filepath.Join(dataDir, snapshotDir)
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: list snapshots: %w", err)
+	}
+	var out []uint64
+	for _, de := range des {
+		name := de.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			os.Remove(filepath.Join(dir, name))
+			continue
+		}
+		num, ok := strings.CutPrefix(strings.TrimSuffix(name, snapshotExt), snapshotPrefix)
+		if idx, err := strconv.ParseUint(num, 10, 64); ok && err == nil && strings.HasSuffix(name, snapshotExt) {
+			out = append(out, idx)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] > out[j] })
+	return out, nil
+}
+
+// loadSnapshot returns the state of the newest valid snapshot, or a fresh
+// state and index 0. A snapshot that does not load is reported loudly and
+// the next older one is tried.
+func (e *Engine) loadSnapshot() (*replay.State, uint64, error) {
+	idxs, err := snapshotIndexes(e.cfg.DataDir)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, idx := range idxs {
+		path := snapshotPath(e.cfg.DataDir, idx)
+		st, err := readSnapshot(path)
+		if err != nil {
+			e.log.Error("snapshot does not load; trying an older one, or the whole log", "file", path, "err", err)
+			continue
+		}
+		e.snapIndex = idx
+		return st, idx, nil
+	}
+	return replay.New(), 0, nil
+}
+
+func readSnapshot(path string) (*replay.State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := replay.DecodeSnapshot(data)
+	if err != nil {
+		return nil, err
+	}
+	return replay.Restore(snap)
+}
+
+// maybeCompact starts a compaction once the log has grown by CompactBytes
+// since the last snapshot. Called under the write lock after an append.
+func (e *Engine) maybeCompact(now int64) {
+	if e.compacting || e.cfg.CompactBytes <= 0 || e.logBytes < e.cfg.CompactBytes || e.poison.Load() != nil {
+		return
+	}
+	pruned := e.prune(now)
+	snap := e.state.Snapshot(e.wal.LastIndex())
+	e.compacting, e.logBytes = true, 0
+	prev := e.snapIndex
+	go func() {
+		err := e.writeSnapshot(snap, prev, pruned)
+		e.compactDone <- &compactResult{index: snap.Index, pruned: pruned, err: err}
+	}()
+}
+
+// prune records the finished runs past retention: older than Retention, or
+// beyond KeepRuns per workflow (newest kept). Under the write lock.
+func (e *Engine) prune(now int64) []string {
+	cutoff := now - int64(e.cfg.Retention)
+	kept := map[string]int{}
+	var ids []string
+	for i := len(e.state.RunList) - 1; i >= 0; i-- {
+		r := e.state.RunList[i]
+		if !r.Status.Finished() {
+			continue
+		}
+		kept[r.Workflow]++
+		if r.FinishedAt < cutoff || kept[r.Workflow] > e.cfg.KeepRuns {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := e.commit([]replay.Record{&replay.RunsPruned{IDs: ids, At: now}}); err != nil {
+		e.failStop(err)
+		return nil
+	}
+	e.log.Info("retention: pruned finished runs", "runs", len(ids))
+	return ids
+}
+
+// writeSnapshot performs steps 2 to 4. It may run beside the loop: it only
+// touches files and the WAL's front.
+func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []string) error {
+	start := time.Now()
+	dir := filepath.Join(e.cfg.DataDir, snapshotDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("engine: create %s: %w", dir, err)
+	}
+	path := snapshotPath(e.cfg.DataDir, snap.Index)
+	if err := e.writeSnapshotFile(path, snap); err != nil {
+		return err
+	}
+	if err := e.compactFault("before-rename"); err != nil {
+		return err
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fmt.Errorf("engine: rename snapshot: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("engine: fsync %s: %w", dir, err)
+	}
+	if err := e.compactFault("after-rename"); err != nil {
+		return err
+	}
+	if err := e.truncateTo(prev); err != nil {
+		return err
+	}
+	if err := e.compactFault("after-truncate"); err != nil {
+		return err
+	}
+	e.removeOld(prev, pruned)
+	e.log.Info("snapshot written", "index", snap.Index, "runs", len(snap.Runs), "took", time.Since(start))
+	return nil
+}
+
+func (e *Engine) writeSnapshotFile(path string, snap *replay.Snapshot) error {
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return fmt.Errorf("engine: create snapshot: %w", err)
+	}
+	err = snap.Encode(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path + ".tmp")
+		return fmt.Errorf("engine: write snapshot %s: %w", path, err)
+	}
+	return nil
+}
+
+// truncateTo drops the log's entries up to index prev, keeping one
+// snapshot's worth of log so that the previous snapshot stays usable.
+func (e *Engine) truncateTo(prev uint64) error {
+	first, err := e.wal.FirstIndex()
+	if err != nil || prev == 0 || prev+1 <= first {
+		return err
+	}
+	return e.wal.TruncateFront(prev + 1)
+}
+
+// removeOld removes snapshots older than prev and the log folders of pruned
+// runs.
+func (e *Engine) removeOld(prev uint64, pruned []string) {
+	idxs, _ := snapshotIndexes(e.cfg.DataDir)
+	for _, idx := range idxs {
+		if idx < prev {
+			os.Remove(snapshotPath(e.cfg.DataDir, idx))
+		}
+	}
+	syncDir(filepath.Join(e.cfg.DataDir, snapshotDir))
+	for _, id := range pruned {
+		os.RemoveAll(filepath.Join(e.cfg.DataDir, "logs", id))
+		os.RemoveAll(filepath.Join(e.cfg.DataDir, "work", id))
+	}
+}
+
+func (e *Engine) compactFault(step string) error {
+	if e.cfg.CompactFault == nil {
+		return nil
+	}
+	return e.cfg.CompactFault(step)
+}
+
+// compacted handles the background writer's report (loop goroutine).
+func (e *Engine) compacted(r *compactResult) {
+	e.compacting = false
+	if r.err != nil {
+		e.log.Error("compaction failed; the log keeps growing until the next try", "err", r.err)
+		return
+	}
+	e.snapIndex = r.index
+	e.compactions.Add(1)
+}
+
+// Compact writes a snapshot now and truncates the log, synchronously: for a
+// clean shutdown and `orkwal wal compact`. The loop must not be running.
+func (e *Engine) Compact() error {
+	e.mu.Lock()
+	pruned := e.prune(e.cfg.Clock.Now().UnixNano())
+	last := e.wal.LastIndex()
+	var snap *replay.Snapshot
+	if last != e.snapIndex {
+		snap = e.state.Snapshot(last)
+	}
+	e.mu.Unlock()
+	if snap == nil {
+		return nil
+	}
+	if err := e.writeSnapshot(snap, e.snapIndex, pruned); err != nil {
+		return err
+	}
+	e.snapIndex, e.logBytes = last, 0
+	e.compactions.Add(1)
+	return nil
+}
