@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -78,18 +79,26 @@ func snapshotIndexes(dataDir string) ([]uint64, error) {
 // state and index 0. A snapshot that does not load is reported loudly and
 // the next older one is tried.
 func (e *Engine) loadSnapshot() (*replay.State, uint64, error) {
-	idxs, err := snapshotIndexes(e.cfg.DataDir)
+	st, idx, err := LoadSnapshot(e.cfg.DataDir, e.log)
+	e.snapIndex = idx
+	return st, idx, err
+}
+
+// LoadSnapshot returns the state of a data folder's newest valid snapshot
+// and its WAL index, or a fresh state and 0 when there is none. A snapshot
+// that does not load is reported on logger and the next older one is tried.
+func LoadSnapshot(dataDir string, logger *slog.Logger) (*replay.State, uint64, error) {
+	idxs, err := snapshotIndexes(dataDir)
 	if err != nil {
 		return nil, 0, err
 	}
 	for _, idx := range idxs {
-		path := snapshotPath(e.cfg.DataDir, idx)
+		path := snapshotPath(dataDir, idx)
 		st, err := readSnapshot(path)
 		if err != nil {
-			e.log.Error("snapshot does not load; trying an older one, or the whole log", "file", path, "err", err)
+			logger.Error("snapshot does not load; trying an older one, or the whole log", "file", path, "err", err)
 			continue
 		}
-		e.snapIndex = idx
 		return st, idx, nil
 	}
 	return replay.New(), 0, nil

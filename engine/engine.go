@@ -120,7 +120,7 @@ func (e *Engine) recover() error {
 		return err
 	}
 	e.state = st
-	n, err := ReplayFrom(l, e.state, from+1)
+	n, err := replayAfter(l, e.state, from)
 	if err != nil {
 		l.Close()
 		return err
@@ -150,6 +150,32 @@ func Replay(l *wal.Log, st *replay.State) (int, error) { return ReplayFrom(l, st
 func ReplayFrom(l *wal.Log, st *replay.State, from uint64) (int, error) {
 	n := 0
 	err := l.Replay(from, func(index uint64, payloads [][]byte) error {
+		n += len(payloads)
+		return applyFrame(st, index, payloads)
+	})
+	return n, err
+}
+
+// replayAfter reads every frame still in the log, so that corruption
+// anywhere in it stops boot, and applies those after the snapshot index.
+func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, error) {
+	first, err := l.FirstIndex()
+	if err != nil {
+		return 0, fmt.Errorf("engine: first wal index: %w", err)
+	}
+	if snapIndex > 0 && first > snapIndex+1 {
+		return 0, fmt.Errorf("%w: the log starts at index %d, after the snapshot's %d: entries are missing", wal.ErrCorrupt, first, snapIndex)
+	}
+	n := 0
+	err = l.Replay(min(first, snapIndex+1), func(index uint64, payloads [][]byte) error {
+		if index <= snapIndex {
+			for i, p := range payloads {
+				if _, err := replay.Decode(p); err != nil {
+					return fmt.Errorf("engine: wal index %d record %d: %w", index, i, err)
+				}
+			}
+			return nil
+		}
 		n += len(payloads)
 		return applyFrame(st, index, payloads)
 	})

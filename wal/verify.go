@@ -11,12 +11,18 @@ import (
 // its position) rather than as an error; anything else bad is a
 // *CorruptError in err.
 func VerifyDir(dir string, fn func(index uint64, records [][]byte) error) (torn *CorruptError, err error) {
+	return VerifyDirFrom(dir, 1, fn)
+}
+
+// VerifyDirFrom is VerifyDir for the entries from index from on (the log
+// after a snapshot).
+func VerifyDirFrom(dir string, from uint64, fn func(index uint64, records [][]byte) error) (torn *CorruptError, err error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
 		return nil, err
 	}
 	last := segs[len(segs)-1]
-	err = ReplayDir(dir, 1, fn)
+	err = ReplayDir(dir, from, fn)
 	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Segment != last.path || ce.Offset == 0 && ce.Index != last.first {
 		return nil, err

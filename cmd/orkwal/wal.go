@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"unicode/utf8"
 
+	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/wal"
 	"github.com/urfave/cli/v2"
@@ -28,26 +30,37 @@ func walCommand() *cli.Command {
 				&cli.IntFlag{Name: "limit", Usage: "at most this many records (0 = all)"}}, Action: walInspect},
 			{Name: "repair", Usage: "cut the log at an index, keeping a copy of what is removed", Flags: []cli.Flag{data,
 				&cli.Uint64Flag{Name: "truncate-at", Required: true, Usage: "first WAL index to remove"}}, Action: walRepair},
+			{Name: "compact", Usage: "write a snapshot and truncate the log now (the daemon must be stopped)",
+				Flags: []cli.Flag{data}, Action: walCompact},
 		},
 	}
 }
 
 func walDir(c *cli.Context) string { return filepath.Join(c.String("data"), "wal") }
 
-// walVerify reads every frame and applies every record to a fresh state,
-// exactly as boot does, without changing anything.
+// walVerify loads the newest valid snapshot and applies every record after
+// it, exactly as boot does, without changing anything.
 func walVerify(c *cli.Context) error {
 	dir := walDir(c)
 	if _, err := os.Stat(dir); err != nil {
 		return exitf(exitFailure, "no WAL at %s: %v", dir, err)
 	}
-	st := replay.New()
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	st, snapIndex, err := engine.LoadSnapshot(c.String("data"), logger)
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	if snapIndex > 0 {
+		fmt.Fprintf(c.App.Writer, "snapshot at index %d: %d workflows, %d runs\n", snapIndex, len(st.Workflows), len(st.Runs))
+	}
 	frames, records := 0, 0
-	torn, err := wal.VerifyDir(dir, func(index uint64, payloads [][]byte) error {
+	// Every frame still in the log is checked; those after the snapshot
+	// are applied to it, as boot does.
+	torn, err := wal.VerifyDirFrom(dir, firstIndex(dir), func(index uint64, payloads [][]byte) error {
 		frames++
 		for i, p := range payloads {
 			rec, err := replay.Decode(p)
-			if err == nil {
+			if err == nil && index > snapIndex {
 				err = st.Apply(rec)
 			}
 			if err != nil {
@@ -57,6 +70,9 @@ func walVerify(c *cli.Context) error {
 		}
 		return nil
 	})
+	if err == nil && snapIndex > 0 && firstIndex(dir) > snapIndex+1 {
+		err = fmt.Errorf("the log starts at index %d, after the snapshot's %d: entries are missing", firstIndex(dir), snapIndex)
+	}
 	out := c.App.Writer
 	if err != nil {
 		fmt.Fprintf(out, "CORRUPT after %d good frames: %v\n", frames, err)
@@ -74,7 +90,11 @@ func walInspect(c *cli.Context) error {
 	enc := json.NewEncoder(c.App.Writer)
 	limit, n := c.Int("limit"), 0
 	stop := fmt.Errorf("limit reached")
-	_, err := wal.VerifyDir(walDir(c), func(index uint64, payloads [][]byte) error {
+	from := c.Uint64("from")
+	if first := firstIndex(walDir(c)); from < first {
+		from = first // the log's front was truncated after a snapshot
+	}
+	_, err := wal.VerifyDirFrom(walDir(c), from, func(index uint64, payloads [][]byte) error {
 		if index < c.Uint64("from") {
 			return nil
 		}
@@ -137,6 +157,41 @@ func printable(v any) any {
 		}
 	}
 	return v
+}
+
+// firstIndex is the index of the log's first segment (1 when unknown).
+func firstIndex(dir string) uint64 {
+	names, _ := filepath.Glob(filepath.Join(dir, "[0-9]*"))
+	first := uint64(0)
+	for _, n := range names {
+		base := filepath.Base(n)
+		if len(base) != 20 {
+			continue
+		}
+		if v, err := strconv.ParseUint(base, 10, 64); err == nil && (first == 0 || v < first) {
+			first = v
+		}
+	}
+	return max(first, 1)
+}
+
+// walCompact writes a snapshot of a stopped daemon's folder and truncates
+// its log.
+func walCompact(c *cli.Context) error {
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), Logger: logger})
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	err = eng.Compact()
+	if cerr := eng.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return exitf(exitFailure, "compact: %v", err)
+	}
+	fmt.Fprintln(c.App.Writer, "snapshot written; the log before the previous snapshot was removed")
+	return nil
 }
 
 // walRepair is the operator's explicit cut. It takes the data folder's lock,

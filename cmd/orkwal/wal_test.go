@@ -122,3 +122,37 @@ func TestWalVerifyInspectRepair(t *testing.T) {
 		t.Fatalf("repair under a live daemon: %d %s, want refusal", code, out)
 	}
 }
+
+func TestWalToolsAfterCompaction(t *testing.T) {
+	dir := makeData(t) // closed cleanly: a snapshot was written
+	for i := 0; i < 2; i++ {
+		if out, code := walCLI(t, "compact", "--data", dir); code != 0 {
+			t.Fatalf("compact: %d %s", code, out)
+		}
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.Start()
+		eng.Trigger("w", nil, "test")
+		eng.Close()
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+	if filepath.Base(segs[0]) == "00000000000000000001" {
+		t.Fatal("the log was never truncated")
+	}
+	out, code := walCLI(t, "verify", "--data", dir)
+	if code != 0 || !strings.Contains(out, "snapshot at index") || !strings.Contains(out, "ok:") {
+		t.Fatalf("verify after compaction: %d %s", code, out)
+	}
+	if out, code = walCLI(t, "inspect", "--data", dir, "--limit", "1"); code != 0 || !strings.Contains(out, `"index"`) {
+		t.Fatalf("inspect after compaction: %d %s", code, out)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, _ := engine.Open(engine.Config{DataDir: dir, Logger: quiet})
+	defer eng.Close()
+	if out, code := walCLI(t, "compact", "--data", dir); code != 1 || !strings.Contains(out, "in use by pid") {
+		t.Fatalf("compact under a live daemon: %d %s", code, out)
+	}
+}
