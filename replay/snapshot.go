@@ -47,6 +47,19 @@ type Snapshot struct {
 	Workflows  []SnapWorkflow
 	Schedules  []Schedule
 	Runs       []SnapRun
+
+	// copies are the runs as value copies, taken under the engine's lock;
+	// Encode turns them into Runs outside it.
+	copies []runCopy
+}
+
+// runCopy is a run and its tasks copied by value. Their slices, strings and
+// specs are shared: the state never mutates them in place (it replaces
+// them), so the copy stays consistent while the state moves on.
+type runCopy struct {
+	run   Run
+	spec  int
+	tasks []Task
 }
 
 // SnapSpec is one workflow version that a workflow or a run refers to.
@@ -141,23 +154,40 @@ func (s *State) Snapshot(index uint64) *Snapshot {
 		sc.Fires = append([]Fire(nil), sc.Fires...)
 		snap.Schedules = append(snap.Schedules, sc)
 	}
-	snap.Runs = make([]SnapRun, len(s.RunList))
+	snap.copies = make([]runCopy, len(s.RunList))
 	for i, r := range s.RunList {
-		snap.Runs[i] = snapRun(r, specOf(r.Workflow, r.Version, r.Spec))
+		c := runCopy{run: *r, spec: specOf(r.Workflow, r.Version, r.Spec), tasks: make([]Task, len(r.Tasks))}
+		for j, t := range r.Tasks {
+			c.tasks[j] = *t
+		}
+		snap.copies[i] = c
 	}
 	return snap
 }
 
-func snapRun(r *Run, spec int) SnapRun {
+// flatten turns the value copies into the encoded form.
+func (snap *Snapshot) flatten() {
+	if snap.copies == nil {
+		return
+	}
+	snap.Runs = make([]SnapRun, len(snap.copies))
+	for i := range snap.copies {
+		snap.Runs[i] = snapRun(&snap.copies[i].run, snap.copies[i].tasks, snap.copies[i].spec)
+	}
+	snap.copies = nil
+}
+
+func snapRun(r *Run, tasks []Task, spec int) SnapRun {
 	sr := SnapRun{ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Spec: spec, Params: r.Params,
 		Trigger: r.Trigger, ScheduledAt: r.ScheduledAt, Queued: r.Queued, Status: r.Status, CreatedAt: r.CreatedAt,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested,
-		Tasks: make([]SnapTask, len(r.Tasks))}
-	for i, t := range r.Tasks {
+		Tasks: make([]SnapTask, len(tasks))}
+	for i := range tasks {
+		t := &tasks[i]
 		sr.Tasks[i] = SnapTask{SpecIndex: t.SpecIndex, Name: t.Name, Seq: t.Seq, Status: t.Status, Attempt: t.Attempt,
 			Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
 			Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
-			Instances: append([]int(nil), t.Instances...), Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
+			Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
 			ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, DispatchedAt: t.DispatchedAt,
 			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps}
 	}
@@ -175,6 +205,7 @@ func sortedNames[V any](m map[string]V) []string {
 
 // Encode writes the snapshot file: header, then body.
 func (snap *Snapshot) Encode(w io.Writer) error {
+	snap.flatten()
 	var body bytes.Buffer
 	enc := msgpack.NewEncoder(&body)
 	enc.SetSortMapKeys(true)
