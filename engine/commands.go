@@ -83,11 +83,32 @@ func (e *Engine) DeleteWorkflow(name string) error {
 // id once the run is durable. params override the workflow's defaults; a
 // param the workflow does not declare is an error.
 func (e *Engine) Trigger(name string, params map[string]string, trigger string) (string, error) {
-	id, err := uuid.NewV7()
+	id, _, err := e.TriggerIdempotent(name, params, trigger, "")
+	return id, err
+}
+
+// TriggerIdempotent is Trigger with an idempotency key: while a run made
+// with the same key is retained, the trigger returns that run's id and
+// created is false (nothing is written). The key is recorded with the run,
+// so this holds across restarts.
+func (e *Engine) TriggerIdempotent(name string, params map[string]string, trigger, key string) (id string, created bool, err error) {
+	uid, err := uuid.NewV7()
 	if err != nil {
-		return "", fmt.Errorf("engine: new run id: %w", err)
+		return "", false, fmt.Errorf("engine: new run id: %w", err)
+	}
+	type outcome struct {
+		id      string
+		created bool
 	}
 	v, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
+		if key != "" {
+			if r := st.RunByKey(key); r != nil {
+				if r.Workflow != name {
+					return nil, nil, fmt.Errorf("%w: idempotency key %q was used for a run of %s", ErrConflict, key, r.Workflow)
+				}
+				return nil, outcome{r.ID, false}, nil
+			}
+		}
 		w, ok := st.Workflows[name]
 		if !ok {
 			return nil, nil, fmt.Errorf("%w: workflow %q", ErrNotFound, name)
@@ -96,13 +117,14 @@ func (e *Engine) Trigger(name string, params map[string]string, trigger string) 
 		if err != nil {
 			return nil, nil, err
 		}
-		return &replay.RunCreated{ID: id.String(), Workflow: name, Version: w.Version,
-			Params: merged, Trigger: trigger, At: now}, id.String(), nil
+		return &replay.RunCreated{ID: uid.String(), Workflow: name, Version: w.Version, Params: merged,
+			Trigger: trigger, IdempotencyKey: key, At: now}, outcome{uid.String(), true}, nil
 	})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return v.(string), nil
+	o := v.(outcome)
+	return o.id, o.created, nil
 }
 
 func mergeParams(spec *workflow.Spec, given map[string]string) (map[string]string, error) {

@@ -336,3 +336,29 @@ func TestCrashWhileFanOutRuns(t *testing.T) {
 	m2.finish(m2.next(), true)
 	waitFor(t, e2, "run after the crash", func() bool { return runStatus(e2, id) == "success" })
 }
+
+func TestIdempotentTriggerAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, executors.Noop{}, 4)
+	put(t, e, diamond("noop"))
+	id, created, err := e.TriggerIdempotent("diamond", nil, "api", "order-42")
+	if err != nil || !created {
+		t.Fatalf("first trigger: %v created=%v", err, created)
+	}
+	again, created, err := e.TriggerIdempotent("diamond", nil, "api", "order-42")
+	if err != nil || created || again != id {
+		t.Fatalf("same key: %s created=%v err=%v, want %s and not created", again, created, err, id)
+	}
+	crash(e)
+	e2 := openEngine(t, dir, executors.Noop{}, 4)
+	defer e2.Close()
+	if again, created, _ := e2.TriggerIdempotent("diamond", nil, "api", "order-42"); created || again != id {
+		t.Fatalf("after a restart: %s created=%v, want %s", again, created, id)
+	}
+	if other, created, _ := e2.TriggerIdempotent("diamond", nil, "api", "order-43"); !created || other == id {
+		t.Fatal("another key must make another run")
+	}
+	if len(e2.Runs(RunFilter{})) != 2 {
+		t.Fatalf("%d runs, want 2", len(e2.Runs(RunFilter{})))
+	}
+}

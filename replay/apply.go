@@ -91,8 +91,11 @@ func (s *State) applyRunCreated(r *RunCreated) error {
 	if err := s.checkNewRun(r.ID, r.Workflow, r.Version); err != nil {
 		return err
 	}
+	if r.IdempotencyKey != "" && s.idem[r.IdempotencyKey] != nil {
+		return invalid("run %s: idempotency key %q already made run %s", r.ID, r.IdempotencyKey, s.idem[r.IdempotencyKey].ID)
+	}
 	s.newRun(&Run{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
-		Trigger: r.Trigger, CreatedAt: r.At})
+		Trigger: r.Trigger, IdemKey: r.IdempotencyKey, CreatedAt: r.At})
 	return nil
 }
 
@@ -115,6 +118,9 @@ func (s *State) checkNewRun(id, wf string, version int) error {
 func (s *State) newRun(run *Run) {
 	run.Seq, run.Spec, run.Status = s.NextRunSeq, s.Workflows[run.Workflow].Spec, RunPending
 	s.NextRunSeq++
+	if run.IdemKey != "" {
+		s.idem[run.IdemKey] = run
+	}
 	s.Runs[run.ID] = run
 	s.RunList = append(s.RunList, run)
 	s.createTasks(run, run.CreatedAt)
@@ -366,6 +372,9 @@ func (s *State) applyRunsPruned(r *RunsPruned) error {
 	for _, run := range s.RunList {
 		if drop[run.ID] {
 			delete(s.Runs, run.ID)
+			if run.IdemKey != "" {
+				delete(s.idem, run.IdemKey)
+			}
 			continue
 		}
 		kept = append(kept, run)

@@ -47,7 +47,7 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 	}
 	vals = append(vals, len(s.RunList))
 	for _, r := range s.RunList {
-		vals = append(vals, r.ID, r.Seq, r.Workflow, r.Version, r.Params, r.Trigger, r.ScheduledAt, r.Queued,
+		vals = append(vals, r.ID, r.Seq, r.Workflow, r.Version, r.Params, r.Trigger, r.IdemKey, r.ScheduledAt, r.Queued,
 			string(r.Status), r.CreatedAt, r.StartedAt, r.FinishedAt, r.CancelRequested, len(r.Tasks))
 		for _, t := range r.Tasks {
 			vals = append(vals, t.Index, t.SpecIndex, t.Name, t.Seq, string(t.Status), t.Attempt,

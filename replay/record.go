@@ -76,7 +76,10 @@ type RunCreated struct {
 	Version  int               `msgpack:"ver"` // must equal the current version
 	Params   map[string]string `msgpack:"params,omitempty"`
 	Trigger  string            `msgpack:"trigger,omitempty"` // "api", "cli", ...
-	At       int64             `msgpack:"at"`
+	// IdempotencyKey, when set, names the trigger request: a second trigger
+	// with the same key gets this run (while it is retained).
+	IdempotencyKey string `msgpack:"idem,omitempty"`
+	At             int64  `msgpack:"at"`
 }
 
 // TaskRef names a task of a run by its position in Run.Tasks.

@@ -97,6 +97,7 @@ type SnapRun struct {
 	FinishedAt      int64
 	CancelRequested bool
 	Tasks           []SnapTask
+	IdemKey         string
 }
 
 // SnapTask is one task of a run.
@@ -180,7 +181,7 @@ func (snap *Snapshot) flatten() {
 func snapRun(r *Run, tasks []Task, spec int) SnapRun {
 	sr := SnapRun{ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Spec: spec, Params: r.Params,
 		Trigger: r.Trigger, ScheduledAt: r.ScheduledAt, Queued: r.Queued, Status: r.Status, CreatedAt: r.CreatedAt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested, IdemKey: r.IdemKey,
 		Tasks: make([]SnapTask, len(tasks))}
 	for i := range tasks {
 		t := &tasks[i]
@@ -283,7 +284,8 @@ func Restore(snap *Snapshot) (*State, error) {
 func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 	run := &Run{ID: sr.ID, Seq: sr.Seq, Workflow: sr.Workflow, Version: sr.Version, Spec: spec, Params: sr.Params,
 		Trigger: sr.Trigger, ScheduledAt: sr.ScheduledAt, Queued: sr.Queued, Status: sr.Status,
-		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested}
+		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested,
+		IdemKey: sr.IdemKey}
 	run.Tasks = make([]*Task, len(sr.Tasks))
 	for i, st := range sr.Tasks {
 		run.Tasks[i] = &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
@@ -330,5 +332,8 @@ func (s *State) rebuild(run *Run) {
 	}
 	if run.Status == RunRunning {
 		s.activeRuns[run.Workflow]++
+	}
+	if run.IdemKey != "" {
+		s.idem[run.IdemKey] = run
 	}
 }

@@ -60,13 +60,14 @@ type State struct {
 
 	ready      readyQueue         // derived: pending tasks whose dependencies succeeded
 	mutexes    map[string][]*Task // derived: per mutex key, its unfinished tasks in creation order
+	idem       map[string]*Run    // derived: idempotency key → run
 	activeRuns map[string]int     // derived: running runs per workflow
 }
 
 // New returns an empty state.
 func New() *State {
 	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
-		mutexes: map[string][]*Task{}, activeRuns: map[string]int{}}
+		mutexes: map[string][]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
 }
 
 // Schedule is the state of a workflow's cron schedule.
@@ -109,6 +110,7 @@ type Run struct {
 	Spec        *workflow.Spec // the pinned version, shared and immutable
 	Params      map[string]string
 	Trigger     string // api, cli, cron
+	IdemKey     string // the trigger's Idempotency-Key, if any
 	ScheduledAt int64  // the fire time of a cron run
 	Queued      bool   // a cron run with overlap: queue waits until no other run of its workflow is active
 	Status      RunStatus
@@ -203,6 +205,9 @@ func (s *State) MutexHolder(key string) *Task {
 	}
 	return nil
 }
+
+// RunByKey returns the run a trigger with this idempotency key created.
+func (s *State) RunByKey(key string) *Run { return s.idem[key] }
 
 // ActiveRuns is the number of running runs of a workflow.
 func (s *State) ActiveRuns(workflow string) int { return s.activeRuns[workflow] }
