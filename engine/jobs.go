@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 
 	"github.com/orkwal/orkwal/executors"
@@ -29,6 +30,41 @@ type taskInput struct {
 	Item     json.RawMessage            `json:"item,omitempty"`
 }
 
+// encode writes the input document. Outputs and items are JSON values
+// validated when they were recorded, so they are copied as they are: a
+// large upstream output given to many fan-out instances is not re-parsed
+// for each (encoding/json would validate and compact every RawMessage).
+func (in *taskInput) encode() []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"params":`...)
+	params, _ := json.Marshal(in.Params) // a map of strings cannot fail
+	b = append(b, params...)
+	b = appendRawMap(append(b, `,"inputs":`...), in.Inputs)
+	b = appendRawMap(append(b, `,"upstream":`...), in.Upstream)
+	if len(in.Item) > 0 {
+		b = append(append(b, `,"item":`...), in.Item...)
+	}
+	return append(b, '}')
+}
+
+// appendRawMap appends {"key": raw, ...} with the keys sorted.
+func appendRawMap(b []byte, m map[string]json.RawMessage) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key, _ := json.Marshal(k)
+		b = append(append(append(b, key...), ':'), m[k]...)
+	}
+	return append(b, '}')
+}
+
 // prepare builds the executor job for a task just dispatched (under the lock).
 func (e *Engine) prepare(t *replay.Task, now int64) *start {
 	spec := t.Spec()
@@ -42,9 +78,13 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
 	}
 	err := fillJob(&job, t)
+	scratch := job.ScratchDir
+	if spec.Executor == "noop" {
+		scratch = "" // noop writes no files
+	}
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,
-			spec: spec, scratch: job.ScratchDir, dispatchedAt: now},
+			spec: spec, scratch: scratch, dispatchedAt: now},
 		ex:  e.cfg.Executors[spec.Executor],
 		job: job,
 		err: err,
@@ -58,10 +98,10 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 	if err != nil {
 		return err
 	}
-	if job.Input, err = json.Marshal(in); err != nil {
-		return err
-	}
 	spec := t.Spec()
+	if spec.Executor != "noop" { // noop never reads its input
+		job.Input = in.encode()
+	}
 	if job.Env, err = renderMap(spec.Env, in); err != nil {
 		return fmt.Errorf("env %w", err)
 	}

@@ -362,3 +362,21 @@ func TestIdempotentTriggerAcrossRestarts(t *testing.T) {
 		t.Fatalf("%d runs, want 2", len(e2.Runs(RunFilter{})))
 	}
 }
+
+func TestInputDocumentIsValidJSON(t *testing.T) {
+	in := &taskInput{Params: map[string]string{"b": "x\"y", "a": "1"},
+		Inputs:   map[string]json.RawMessage{"n": json.RawMessage(`5`), "s": json.RawMessage(`"v"`)},
+		Upstream: map[string]json.RawMessage{"up": json.RawMessage(`{"k": [1, 2]}`)}, Item: json.RawMessage(`"it"`)}
+	var back map[string]any
+	if err := json.Unmarshal(in.encode(), &back); err != nil {
+		t.Fatalf("%s: %v", in.encode(), err)
+	}
+	want := `{"params":{"a":"1","b":"x\"y"},"inputs":{"n":5,"s":"v"},"upstream":{"up":{"k": [1, 2]}},"item":"it"}`
+	if got := string(in.encode()); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	empty := &taskInput{Params: map[string]string{}, Inputs: map[string]json.RawMessage{}, Upstream: map[string]json.RawMessage{}}
+	if got := string(empty.encode()); got != `{"params":{},"inputs":{},"upstream":{}}` {
+		t.Fatalf("empty input %s", got)
+	}
+}

@@ -211,6 +211,17 @@ func (e *Engine) Runs(f RunFilter) []RunView {
 	return out
 }
 
+// RunStatus returns a run's status without building its view.
+func (e *Engine) RunStatus(id string) (string, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r, ok := e.state.Runs[id]
+	if !ok {
+		return "", fmt.Errorf("%w: run %q", ErrNotFound, id)
+	}
+	return string(r.Status), nil
+}
+
 // Run returns a run with its tasks.
 func (e *Engine) Run(id string) (RunView, error) {
 	e.mu.RLock()
