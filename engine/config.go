@@ -19,6 +19,7 @@ type Config struct {
 	Logger         *slog.Logger                  // default slog.Default()
 	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
 	MaxOutputBytes int64                         // ORKWAL_OUTPUT cap; default 1 MiB
+	MaxLogBytes    int64                         // per attempt log cap (head + tail kept); default 10 MiB, negative = none
 	SegmentSize    int                           // WAL segment bytes; default wal.DefaultSegmentSize
 	MaxBatch       int                           // events per turn; default 4096
 	// RecoveryBackoff is the first wait before reopening the WAL after a
@@ -62,6 +63,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = 1 << 20
+	}
+	if c.MaxLogBytes == 0 {
+		c.MaxLogBytes = 10 << 20
 	}
 	if c.CompactBytes == 0 {
 		c.CompactBytes = 64 << 20

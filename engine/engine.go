@@ -211,6 +211,8 @@ func (e *Engine) interruptInFlight() error {
 				continue
 			}
 			e.killLeftover(t)
+			// A crash mid-attempt leaves the log's capped tail beside it.
+			os.Remove(LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt) + ".tail")
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
 		}

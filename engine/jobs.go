@@ -76,6 +76,7 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		LogPath:        LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
 		ScratchDir:     scratchDir(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
+		MaxLogBytes:    max(e.cfg.MaxLogBytes, 0),
 	}
 	err := fillJob(&job, t)
 	scratch := job.ScratchDir

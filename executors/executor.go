@@ -33,6 +33,12 @@ type Job struct {
 
 	// LogPath is where stdout and stderr go (appended, created with parents).
 	LogPath string
+	// MaxLogBytes caps what one attempt keeps of its stdout and stderr in
+	// LogPath. 0 = no cap. Output up to the cap is kept byte for byte;
+	// beyond it, the log keeps the first half of the cap and the last half,
+	// with one marker line between them saying how many bytes were omitted
+	// (process and python executors; see cappedLog).
+	MaxLogBytes int64
 	// Input is the JSON document given to the task through ORKWAL_INPUT.
 	Input []byte
 	// ScratchDir is a folder private to this attempt (created by the

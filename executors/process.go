@@ -39,7 +39,8 @@ type ProcessConfig struct {
 // Process runs each Job as an operating-system process in its own process
 // group (pgid == pid), with the task contract of DESIGN.md ("The task
 // contract"): ORKWAL_*/ORK_* environment, ORKWAL_INPUT and ORKWAL_OUTPUT files
-// in Job.ScratchDir, stdout and stderr appended to Job.LogPath.
+// in Job.ScratchDir, stdout and stderr appended to Job.LogPath (capped by
+// Job.MaxLogBytes, see cappedLog).
 //
 // The child gets SIGKILL when the daemon dies (Pdeathsig). Linux delivers
 // that signal when the OS thread that forked the child exits, not the whole
@@ -77,17 +78,39 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	logFile, err := openLog(job.LogPath)
+	cmd := newCommand(job, files)
+	var (
+		logFile *os.File   // the child writes to the log itself
+		capped  *cappedLog // the child writes to a pipe, copied to the log
+	)
+	if job.MaxLogBytes > 0 && job.LogPath != "" {
+		capped, err = openCappedLog(job.LogPath, job.MaxLogBytes)
+	} else {
+		logFile, err = openLog(job.LogPath)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	cmd := newCommand(job, files, logFile)
+	switch {
+	case capped != nil:
+		// The same writer for both: os/exec then gives the child one pipe
+		// for stdout and stderr, so they interleave as written.
+		cmd.Stdout = capped
+		cmd.Stderr = capped
+		cmd.WaitDelay = logDrainDelay
+	case logFile != nil:
+		cmd.Stdout = logFile
+		cmd.Stderr = logFile
+	}
 	err = cmd.Start()
 	if logFile != nil {
 		// The child holds its own descriptor; ours is no longer needed.
 		logFile.Close()
 	}
 	if err != nil {
+		if capped != nil {
+			_ = capped.finish() // nothing was written: this closes the log
+		}
 		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], err)
 	}
 
@@ -104,7 +127,7 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 		PID:       pid,
 		StartTime: startTime,
 	}
-	go wait(cmd, h, job, files, started, report)
+	go wait(cmd, h, job, files, capped, started, report)
 	return h, nil
 }
 
@@ -116,13 +139,32 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 // task's exit is its own statement that its work is done, and what it chose
 // to leave running is its business. Stop, by contrast, signals the whole
 // group.
-func wait(cmd *exec.Cmd, h *processHandle, job Job, files attemptFiles, started Event, report func(Event)) {
+//
+// With a capped log (capped != nil), cmd.Wait also waits for the pipe
+// copier to drain the pipe, so the log is complete before Finished. Members
+// of the group left running keep the pipe open: Wait gives them
+// logDrainDelay (Cmd.WaitDelay) after the leader's exit, then closes the
+// pipe, so they cannot hold Finished back. What they write after that is
+// lost, and their writes fail (EPIPE, or SIGPIPE for a process that does not
+// ignore it). With an uncapped log they write to the log file itself and
+// Finished never waits for them.
+func wait(cmd *exec.Cmd, h *processHandle, job Job, files attemptFiles, capped *cappedLog, started Event, report func(Event)) {
 	report(started)
 	// Wait for the exit without reaping, so the zombie keeps the pid (and
 	// thus the process group id) reserved while Stop is told it is over.
 	waitExitedNoReap(h.pid)
 	h.markExited()
 	waitErr := cmd.Wait()
+	if errors.Is(waitErr, exec.ErrWaitDelay) {
+		// The leader exited 0; a straggler held the log pipe past the
+		// delay. That is the straggler's business, not a failure.
+		waitErr = nil
+	}
+	if capped != nil {
+		// A log that could not be completed does not change the outcome
+		// of the task; finish notes a write error in the log if it can.
+		_ = capped.finish()
+	}
 	report(finishEvent(job, files.output, waitErr))
 }
 
@@ -187,14 +229,11 @@ func openLog(path string) (*os.File, error) {
 
 // newCommand builds the command for job. argv[0] is looked up in the daemon's
 // PATH, not in a PATH set through job.Env.
-func newCommand(job Job, files attemptFiles, logFile *os.File) *exec.Cmd {
+// Stdout and Stderr are left to the caller (the null device if unset).
+func newCommand(job Job, files attemptFiles) *exec.Cmd {
 	cmd := exec.Command(job.Command[0], job.Command[1:]...)
 	cmd.Dir = job.Workdir
 	cmd.Env = buildEnv(os.Environ(), job, files)
-	if logFile != nil {
-		cmd.Stdout = logFile
-		cmd.Stderr = logFile
-	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:   true, // own group, pgid == pid, so Stop reaches grandchildren
 		Pdeathsig: syscall.SIGKILL,

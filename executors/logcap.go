@@ -1,0 +1,288 @@
+package executors
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// logDrainDelay bounds how long Finished waits, after the task's process
+// exited, for the rest of its process group to close the log pipe (the
+// capped log only: see cappedLog). It is the Cmd.WaitDelay of the command.
+const logDrainDelay = 2 * time.Second
+
+// tailSuffix names the sidecar file that holds the ring of a capped log.
+const tailSuffix = ".tail"
+
+// copyBufSize is the size of the pooled buffers that move output from the
+// pipe to the log files: a pipe's default capacity, so one read can take
+// all that is in the pipe (32 KiB copies about a third slower).
+const copyBufSize = 64 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// logMarker is the line put between the head and the tail of a log whose
+// output exceeded the cap: omitted bytes were dropped, head and tail kept.
+func logMarker(omitted, head, tail int64) string {
+	return fmt.Sprintf("\n[orkwal: %d bytes of output omitted; the log keeps the first %d and the last %d bytes]\n",
+		omitted, head, tail)
+}
+
+// splitCap splits a cap into the head and the tail a log keeps.
+func splitCap(maxBytes int64) (head, tail int64) {
+	head = maxBytes / 2
+	return head, maxBytes - head
+}
+
+// cappedLog is the stdout and stderr of one attempt when Job.MaxLogBytes is
+// set. Output up to the cap reaches the log file byte for byte; beyond it,
+// the log keeps the first half of the cap (the head) and the last half (the
+// tail) with the marker of logMarker between them.
+//
+// The head is written straight to the log file (a follower of the log sees
+// it as it comes). The rest goes to a sidecar file, LogPath+".tail", used as
+// a ring the size of the tail. finish, called once the process is done,
+// appends the ring's content in order to the log (after the marker if some
+// output was dropped) and removes the sidecar: the log file is only ever
+// appended to, and complete when Finished is reported.
+//
+// Memory is bounded and does not depend on the cap: the struct, and while
+// output is being moved a pooled copy buffer (see ReadFrom).
+//
+// A write error (disk full, sidecar not creatable) does not stop the task:
+// later output is counted but dropped, and finish notes the error in the
+// log if it can.
+type cappedLog struct {
+	mu        sync.Mutex // Write may be called from several goroutines
+	log       *os.File   // opened for appending
+	ringPath  string
+	ring      *os.File // created on the first byte past the head
+	headLeft  int64    // head bytes still to write to the log
+	headSize  int64
+	tailSize  int64 // the ring's size, > 0
+	ringBytes int64 // bytes ever given to the ring (its write position)
+	total     int64 // bytes of output received
+	err       error // the first write error; output is dropped after it
+	done      bool  // finish was called
+}
+
+// openCappedLog opens path for appending (as openLog does) and returns a
+// cappedLog of maxBytes (> 0) over it.
+func openCappedLog(path string, maxBytes int64) (*cappedLog, error) {
+	if maxBytes <= 0 {
+		return nil, fmt.Errorf("log cap %d is not positive", maxBytes)
+	}
+	f, err := openLog(path)
+	if err != nil {
+		return nil, err
+	}
+	head, tail := splitCap(maxBytes)
+	return &cappedLog{log: f, ringPath: path + tailSuffix, headLeft: head, headSize: head, tailSize: tail}, nil
+}
+
+// Write takes output of the task. It always reports len(p) written: a
+// failing log must not make the pipe copier stop, which would leave the
+// task blocked on a full pipe or killed by SIGPIPE.
+func (c *cappedLog) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	c.total += int64(n)
+	if c.err != nil || c.done {
+		return n, nil
+	}
+	if c.headLeft > 0 {
+		k := int(min(int64(len(p)), c.headLeft))
+		if _, err := c.log.Write(p[:k]); err != nil {
+			c.err = fmt.Errorf("write log: %w", err)
+			return n, nil
+		}
+		c.headLeft -= int64(k)
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		if err := c.writeRing(p); err != nil {
+			c.err = err
+		}
+	}
+	return n, nil
+}
+
+// writeRing puts p at the ring's write position, wrapping around. Only the
+// last tailSize bytes of p can survive, so only they are written.
+func (c *cappedLog) writeRing(p []byte) error {
+	if c.ring == nil {
+		f, err := os.OpenFile(c.ringPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("create log tail: %w", err)
+		}
+		c.ring = f
+	}
+	if skip := int64(len(p)) - c.tailSize; skip > 0 {
+		c.ringBytes += skip
+		p = p[skip:]
+	}
+	for len(p) > 0 {
+		off := c.ringBytes % c.tailSize
+		k := int(min(int64(len(p)), c.tailSize-off))
+		if _, err := c.ring.WriteAt(p[:k], off); err != nil {
+			return fmt.Errorf("write log tail: %w", err)
+		}
+		c.ringBytes += int64(k)
+		p = p[k:]
+	}
+	return nil
+}
+
+// ReadFrom copies r to c until EOF or an error of r. io.Copy, thus the
+// pipe copier of os/exec, calls it instead of using a buffer of its own (32
+// KiB that would stay allocated for the whole life of the task).
+//
+// When r exposes its descriptor (syscall.Conn: os/exec hands over its pipe,
+// an *os.File, in a wrapper that keeps that method), ReadFrom waits for it
+// to be readable through the runtime poller and takes a pooled buffer only
+// once data is there: a quiet task holds no buffer. Otherwise it reads into
+// a pooled buffer held while the read blocks.
+func (c *cappedLog) ReadFrom(r io.Reader) (int64, error) {
+	if sc, ok := r.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			return c.readFromRaw(rc)
+		}
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	var written int64
+	for {
+		n, err := r.Read(*bp)
+		if n > 0 {
+			c.Write((*bp)[:n])
+			written += int64(n)
+		}
+		if err == io.EOF {
+			return written, nil
+		}
+		if err != nil {
+			return written, err
+		}
+	}
+}
+
+// readFromRaw is ReadFrom over a descriptor: it reads only when the poller
+// says there is data, into a buffer taken from the pool for that read.
+func (c *cappedLog) readFromRaw(rc syscall.RawConn) (int64, error) {
+	var written int64
+	for {
+		var (
+			bp   *[]byte
+			n    int
+			rerr error
+		)
+		err := rc.Read(func(fd uintptr) bool {
+			bp = copyBufs.Get().(*[]byte)
+			for {
+				n, rerr = unix.Read(int(fd), *bp)
+				if rerr != unix.EINTR {
+					break
+				}
+			}
+			if rerr == unix.EAGAIN {
+				copyBufs.Put(bp)
+				bp = nil
+				return false // wait for data without holding a buffer
+			}
+			return true
+		})
+		if bp != nil {
+			if n > 0 {
+				c.Write((*bp)[:n])
+				written += int64(n)
+			}
+			copyBufs.Put(bp)
+		}
+		switch {
+		case err != nil: // the pipe was closed under us (WaitDelay)
+			return written, err
+		case rerr != nil:
+			return written, os.NewSyscallError("read", rerr)
+		case n == 0:
+			return written, nil // EOF: every writer closed the pipe
+		}
+	}
+}
+
+// finish completes the log: the ring's content, in order, after the marker
+// when output was dropped; a note of a write error; then it removes the
+// sidecar and closes the files. It must be called once no more Write can
+// come (after cmd.Wait returned); later Writes are dropped.
+func (c *cappedLog) finish() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return nil
+	}
+	c.done = true
+	err := c.err
+	if c.ring != nil {
+		if err == nil {
+			err = c.appendRing()
+		}
+		if cerr := c.ring.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close log tail: %w", cerr)
+		}
+		if rerr := os.Remove(c.ringPath); err == nil && rerr != nil {
+			err = fmt.Errorf("remove log tail: %w", rerr)
+		}
+	}
+	if c.err != nil {
+		// Best effort: the error may well be the log's own.
+		_, _ = fmt.Fprintf(c.log, "\n[orkwal: log incomplete: %v]\n", c.err)
+	}
+	if cerr := c.log.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close log: %w", cerr)
+	}
+	return err
+}
+
+// appendRing appends the marker (when the ring wrapped) and the ring's
+// content, oldest byte first, to the log.
+func (c *cappedLog) appendRing() error {
+	if c.ringBytes <= c.tailSize {
+		return c.copyRing(0, c.ringBytes)
+	}
+	omitted := c.total - c.headSize - c.tailSize
+	if _, err := io.WriteString(c.log, logMarker(omitted, c.headSize, c.tailSize)); err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	start := c.ringBytes % c.tailSize
+	if err := c.copyRing(start, c.tailSize-start); err != nil {
+		return err
+	}
+	return c.copyRing(0, start)
+}
+
+// copyRing appends n bytes of the ring from off to the log.
+func (c *cappedLog) copyRing(off, n int64) error {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	for n > 0 {
+		buf := (*bp)[:min(int64(len(*bp)), n)]
+		k, err := c.ring.ReadAt(buf, off)
+		if k > 0 {
+			if _, werr := c.log.Write(buf[:k]); werr != nil {
+				return fmt.Errorf("write log: %w", werr)
+			}
+			off += int64(k)
+			n -= int64(k)
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && k == len(buf)) {
+			return fmt.Errorf("read log tail: %w", err)
+		}
+	}
+	return nil
+}
