@@ -1,15 +1,14 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/orkwal/orkwal/engine"
@@ -22,47 +21,119 @@ const (
 	MaxTriggerBytes  = 64 << 10
 )
 
+// DefaultMaxFollowers is how many `logs?follow=1` streams are served at once
+// unless WithMaxFollowers says otherwise; more answer 429.
+const DefaultMaxFollowers = 64
+
 // Server serves the API of one engine.
 type Server struct {
-	eng *engine.Engine
-	log *slog.Logger
-	mux *http.ServeMux
+	eng      *engine.Engine
+	log      *slog.Logger
+	mux      *http.ServeMux
+	routes   map[string]bool // the registered patterns, for metric labels
+	token    tokenHash       // zero: no authentication
+	hasToken bool
+	trigger  TriggerFunc
+	metrics  *metrics
+
+	followers    chan struct{} // a slot per log follower in flight
+	maxFollowers int
+	quit         chan struct{} // closed by StopStreams
+	quitOnce     sync.Once
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithToken makes every endpoint but GET /healthz require
+// "Authorization: Bearer <token>". An empty token means no authentication.
+func WithToken(token string) Option {
+	return func(s *Server) {
+		if token != "" {
+			s.token, s.hasToken = hashToken(token), true
+		}
+	}
+}
+
+// WithTrigger replaces how POST /workflows/{name}/runs starts a run (the
+// default is engine.Trigger, which ignores the idempotency key).
+func WithTrigger(fn TriggerFunc) Option {
+	return func(s *Server) {
+		if fn != nil {
+			s.trigger = fn
+		}
+	}
+}
+
+// WithMaxFollowers bounds the log streams served at once (n >= 1).
+func WithMaxFollowers(n int) Option {
+	return func(s *Server) {
+		if n >= 1 {
+			s.maxFollowers = n
+		}
+	}
 }
 
 // New returns the API handler for eng.
-func New(eng *engine.Engine, logger *slog.Logger) *Server {
+func New(eng *engine.Engine, logger *slog.Logger, opts ...Option) *Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{eng: eng, log: logger, mux: http.NewServeMux()}
-	s.routes()
+	s := &Server{eng: eng, log: logger, mux: http.NewServeMux(), routes: map[string]bool{},
+		maxFollowers: DefaultMaxFollowers, quit: make(chan struct{})}
+	s.trigger = engineTrigger(eng)
+	for _, o := range opts {
+		o(s)
+	}
+	s.followers = make(chan struct{}, s.maxFollowers)
+	s.metrics = newMetrics()
+	s.register()
 	return s
 }
 
-func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /workflows", s.listWorkflows)
-	s.mux.HandleFunc("POST /workflows", s.putWorkflow)
-	s.mux.HandleFunc("GET /workflows/{name}", s.getWorkflow)
-	s.mux.HandleFunc("DELETE /workflows/{name}", s.deleteWorkflow)
-	s.mux.HandleFunc("POST /workflows/{name}/runs", s.trigger)
-	s.mux.HandleFunc("GET /runs", s.listRuns)
-	s.mux.HandleFunc("GET /runs/{id}", s.getRun)
-	s.mux.HandleFunc("POST /runs/{id}/cancel", s.cancelRun)
-	s.mux.HandleFunc("POST /runs/{id}/retry", s.retryRun)
-	s.mux.HandleFunc("GET /runs/{id}/tasks", s.listTasks)
-	s.mux.HandleFunc("GET /runs/{id}/tasks/{name}/logs", s.taskLogs)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
-	})
+// StopStreams ends every log stream in flight (and refuses new ones): call it
+// when the HTTP server shuts down (http.Server.RegisterOnShutdown), since a
+// stream would otherwise hold its connection until the attempt ends.
+func (s *Server) StopStreams() { s.quitOnce.Do(func() { close(s.quit) }) }
+
+func (s *Server) handle(pattern string, h http.HandlerFunc) {
+	s.routes[pattern] = true
+	s.mux.HandleFunc(pattern, h)
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) register() {
+	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /metrics", s.serveMetrics)
+	s.handle("GET /openapi.json", serveOpenAPI)
+	s.handle("GET /workflows", s.listWorkflows)
+	s.handle("POST /workflows", s.putWorkflow)
+	s.handle("GET /workflows/{name}", s.getWorkflow)
+	s.handle("DELETE /workflows/{name}", s.deleteWorkflow)
+	s.handle("POST /workflows/{name}/runs", s.triggerRun)
+	s.handle("GET /runs", s.listRuns)
+	s.handle("GET /runs/{id}", s.getRun)
+	s.handle("POST /runs/{id}/cancel", s.cancelRun)
+	s.handle("POST /runs/{id}/retry", s.retryRun)
+	s.handle("GET /runs/{id}/tasks", s.listTasks)
+	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs)
+}
+
+// Routes lists the registered method and path patterns ("GET /runs/{id}").
+func (s *Server) Routes() []string {
+	out := make([]string, 0, len(s.routes))
+	for p := range s.routes {
+		out = append(out, p)
+	}
+	return out
+}
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.eng.Err(); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "write-ahead log failed: "+err.Error())
+		msg := "write-ahead log failed"
+		if !s.hasToken || s.authorized(r) {
+			msg += ": " + err.Error() // the reason may name paths: only for the authorized
+		}
+		writeError(w, http.StatusServiceUnavailable, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -120,88 +191,6 @@ func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// triggerRequest is the optional body of POST /workflows/{name}/runs.
-type triggerRequest struct {
-	Params map[string]any `json:"params"`
-}
-
-func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
-	name, ok := s.name(w, r, "name", "workflow")
-	if !ok {
-		return
-	}
-	params, err := decodeTrigger(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	trigger := r.Header.Get("X-Orkwal-Trigger")
-	if trigger != "cli" {
-		trigger = "api"
-	}
-	id, err := s.eng.Trigger(name, params, trigger)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	w.Header().Set("Location", "/runs/"+id)
-	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
-}
-
-func decodeTrigger(w http.ResponseWriter, r *http.Request) (map[string]string, error) {
-	body, err := readBody(w, r, MaxTriggerBytes)
-	if err != nil || len(body) == 0 {
-		return nil, err
-	}
-	var req triggerRequest
-	dec := json.NewDecoder(bytesReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("%w: request body: %v", engine.ErrInvalid, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: request body: more than one JSON value", engine.ErrInvalid)
-	}
-	return paramStrings(req.Params)
-}
-
-// paramStrings accepts strings, numbers and booleans as parameter values.
-func paramStrings(in map[string]any) (map[string]string, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		switch v := v.(type) {
-		case string:
-			out[k] = v
-		case float64, bool:
-			out[k] = fmt.Sprint(v)
-		default:
-			return nil, fmt.Errorf("%w: params.%s: must be a string, number or boolean", engine.ErrInvalid, k)
-		}
-	}
-	return out, nil
-}
-
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := engine.RunFilter{Workflow: q.Get("workflow")}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			s.fail(w, r, fmt.Errorf("%w: limit: must be a positive integer, got %q", engine.ErrInvalid, v))
-			return
-		}
-		f.Limit = n
-	}
-	runs := s.eng.Runs(f)
-	if runs == nil {
-		runs = []engine.RunView{}
-	}
-	writeJSON(w, http.StatusOK, runs)
-}
-
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	run, ok := s.run(w, r)
 	if ok {
@@ -238,49 +227,6 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.runID(w, r)
-	if !ok {
-		return
-	}
-	task, ok := s.taskKey(w, r)
-	if !ok {
-		return
-	}
-	attempt := 0
-	if v := r.URL.Query().Get("attempt"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			s.fail(w, r, fmt.Errorf("%w: attempt: must be a positive integer, got %q", engine.ErrInvalid, v))
-			return
-		}
-		attempt = n
-	}
-	path, err := s.eng.TaskLog(id, task, attempt)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	serveLog(w, path)
-}
-
-// serveLog streams a log file; an attempt that has not written yet is empty.
-func serveLog(w http.ResponseWriter, path string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "read log: "+err.Error())
-		return
-	}
-	defer f.Close()
-	w.WriteHeader(http.StatusOK)
-	io.Copy(w, f)
-}
-
 func (s *Server) run(w http.ResponseWriter, r *http.Request) (engine.RunView, bool) {
 	id, ok := s.runID(w, r)
 	if !ok {
@@ -296,11 +242,18 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) (engine.RunView, bo
 
 func (s *Server) runID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("run id %q: not a run id (a UUID such as 0190b2a4-7c1e-7d3a-9f00-1234567890ab)", id))
+	if err := checkRunID(id); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
 	return id, true
+}
+
+func checkRunID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return fmt.Errorf("run id %q: not a run id (a UUID such as 0190b2a4-7c1e-7d3a-9f00-1234567890ab)", id)
+	}
+	return nil
 }
 
 // taskKey checks a task's key in a run: a name, or name[N] for an instance.
@@ -328,4 +281,13 @@ func (s *Server) name(w http.ResponseWriter, r *http.Request, param, what string
 		return "", false
 	}
 	return v, true
+}
+
+// openLog opens a log file; (nil, nil) when the attempt has not written yet.
+func openLog(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return f, err
 }

@@ -21,13 +21,15 @@ import (
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 type fixture struct {
-	t   *testing.T
-	dir string
-	eng *engine.Engine
-	srv *httptest.Server
+	t     *testing.T
+	dir   string
+	eng   *engine.Engine
+	srv   *httptest.Server
+	api   *Server
+	token string // sent by do when set
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...Option) *fixture {
 	dir := t.TempDir()
 	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, KillGrace: time.Second,
 		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{},
@@ -36,9 +38,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	eng.Start()
-	srv := newServer(eng)
-	t.Cleanup(func() { srv.Close(); eng.Close() })
-	return &fixture{t: t, dir: dir, eng: eng, srv: srv}
+	a := New(eng, quiet, opts...)
+	srv := httptest.NewServer(a)
+	t.Cleanup(func() { a.StopStreams(); srv.Close(); eng.Close() })
+	return &fixture{t: t, dir: dir, eng: eng, srv: srv, api: a}
 }
 
 func newServer(eng *engine.Engine) *httptest.Server { return httptest.NewServer(New(eng, quiet)) }
@@ -46,6 +49,9 @@ func newServer(eng *engine.Engine) *httptest.Server { return httptest.NewServer(
 func (f *fixture) do(method, path, body string) (int, string) {
 	f.t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		f.t.Fatal(err)
@@ -149,7 +155,8 @@ func TestBadInputWritesNothing(t *testing.T) {
 		{"unknown field", "POST", "/workflows/dag/runs", `{"parms": {}}`, 400, "parms"},
 		{"object param", "POST", "/workflows/dag/runs", `{"params": {"greeting": {}}}`, 400, "params.greeting"},
 		{"undeclared param", "POST", "/workflows/dag/runs", `{"params": {"x": "1"}}`, 400, "unknown x"},
-		{"bad name", "POST", "/workflows/..%2fetc/runs", "", 400, "workflow name"},
+		{"bad name", "POST", "/workflows/..%2fetc/runs", "", 400, "slash"},
+		{"bad name chars", "POST", "/workflows/a%20b/runs", "", 400, "workflow name"},
 		{"bad run id", "GET", "/runs/nope", "", 400, "not a run id"},
 		{"unknown run", "GET", "/runs/01a20513-4449-7a72-88e6-f0b8c447588e", "", 404, "run"},
 		{"bad limit", "GET", "/runs?limit=-1", "", 400, "limit"},

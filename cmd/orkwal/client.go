@@ -23,9 +23,11 @@ const maxErrorBody = 64 << 10
 // carrying the exit code that fits: exitNotFound for 404, exitServer for an
 // unreachable daemon or a 5xx answer, exitFailure for other 4xx answers.
 type client struct {
-	addr string // as given by the user, for messages
-	base string // scheme://host[:port][/prefix], without a trailing slash
-	http *http.Client
+	addr   string // as given by the user, for messages
+	base   string // scheme://host[:port][/prefix], without a trailing slash
+	token  string // sent as "Authorization: Bearer <token>" when not empty
+	http   *http.Client
+	stream *http.Client // for answers that last (log streams): no overall timeout
 }
 
 // apiError is an error answer of the API: its status and {"error"} message.
@@ -36,13 +38,17 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Msg }
 
-// newClient accepts host:port or a full http(s):// URL.
-func newClient(addr string) (*client, error) {
+// newClient accepts host:port or a full http(s):// URL, and the API token
+// ("" for none).
+func newClient(addr, token string) (*client, error) {
 	base, err := baseURL(addr)
 	if err != nil {
 		return nil, exitf(exitUsage, "--addr %q: %v", addr, err)
 	}
-	return &client{addr: addr, base: base, http: &http.Client{Timeout: clientTimeout}}, nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = clientTimeout
+	return &client{addr: addr, base: base, token: token, http: &http.Client{Timeout: clientTimeout},
+		stream: &http.Client{Transport: tr}}, nil
 }
 
 func baseURL(addr string) (string, error) {
@@ -74,6 +80,7 @@ type request struct {
 	contentType string
 	body        []byte
 	header      http.Header
+	stream      bool // the answer may last: no overall timeout
 }
 
 // send performs req. On success the caller closes the response body; any
@@ -94,7 +101,14 @@ func (cl *client) send(ctx context.Context, req request) (*http.Response, error)
 		hr.Header.Set("Content-Type", req.contentType)
 	}
 	hr.Header.Set("Accept", "application/json")
-	resp, err := cl.http.Do(hr)
+	if cl.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+cl.token)
+	}
+	hc := cl.http
+	if req.stream {
+		hc = cl.stream
+	}
+	resp, err := hc.Do(hr)
 	if err != nil {
 		return nil, cl.unreachable(err)
 	}
@@ -191,15 +205,56 @@ func (cl *client) postJSON(ctx context.Context, path string, header http.Header,
 		body: body, header: header}, out)
 }
 
-// copyTo streams the answer of a GET to w.
-func (cl *client) copyTo(ctx context.Context, path string, w io.Writer) error {
+// getPage is a GET of one page of a list: it decodes the JSON answer into
+// out and returns the next page's cursor ("" on the last page) and the raw
+// body.
+func (cl *client) getPage(ctx context.Context, path string, out any) (next string, raw []byte, err error) {
 	resp, err := cl.send(ctx, request{method: http.MethodGet, path: path})
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return exitf(exitFailure, "GET %s: copy answer: %v", path, err)
+	raw, err = io.ReadAll(resp.Body)
+	if err != nil {
+		return "", nil, cl.unreachable(fmt.Errorf("read answer of GET %s: %w", path, err))
 	}
-	return nil
+	if err := json.Unmarshal(raw, out); err != nil {
+		return "", nil, exitf(exitServer, "GET %s at %s: unexpected answer: %v", path, cl.addr, err)
+	}
+	return resp.Header.Get("X-Next-Cursor"), raw, nil
+}
+
+// copyTo streams the answer of a GET to w. With stream, the answer may last
+// (no overall timeout); it returns the answer's trailers once it ended.
+func (cl *client) copyTo(ctx context.Context, path string, w io.Writer, stream bool) (http.Header, error) {
+	resp, err := cl.send(ctx, request{method: http.MethodGet, path: path, stream: stream})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	ew := &errWriter{w: w}
+	if _, err := io.Copy(ew, resp.Body); err != nil {
+		if ew.err != nil {
+			return nil, exitf(exitFailure, "write output: %v", ew.err)
+		}
+		if ctx.Err() != nil {
+			return nil, exitf(exitFailure, "GET %s: %v", path, ctx.Err())
+		}
+		return nil, &exitError{code: exitServer, err: fmt.Errorf("GET %s: the answer from %s broke off: %w", path, cl.addr, err)}
+	}
+	return resp.Trailer, nil
+}
+
+// errWriter keeps the error of its writer, to tell it from a read error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }

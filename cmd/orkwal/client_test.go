@@ -56,7 +56,14 @@ func (failingExec) Start(job executors.Job, report func(executors.Event)) (execu
 
 // cliDaemon runs the real API over an engine with in-process executors and
 // returns its URL.
-func cliDaemon(t *testing.T, process executors.Executor) string {
+func cliDaemon(t *testing.T, process executors.Executor, opts ...api.Option) string {
+	t.Helper()
+	_, url := cliDaemonServer(t, process, opts...)
+	return url
+}
+
+// cliDaemonServer is cliDaemon, returning the API server too.
+func cliDaemonServer(t *testing.T, process executors.Executor, opts ...api.Option) (*api.Server, string) {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := engine.Open(engine.Config{DataDir: t.TempDir(), Logger: logger,
@@ -65,14 +72,16 @@ func cliDaemon(t *testing.T, process executors.Executor) string {
 		t.Fatalf("engine.Open: %v", err)
 	}
 	eng.Start()
-	srv := httptest.NewServer(api.New(eng, logger))
+	a := api.New(eng, logger, opts...)
+	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
+		a.StopStreams()
 		srv.Close()
 		if err := eng.Close(); err != nil {
 			t.Errorf("engine.Close: %v", err)
 		}
 	})
-	return srv.URL
+	return a, srv.URL
 }
 
 // runCLI runs the orkwal command line and returns its output and the exit

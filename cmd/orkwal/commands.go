@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/orkwal/orkwal/api"
 	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/urfave/cli/v2"
@@ -25,16 +28,17 @@ const pollInterval = 200 * time.Millisecond
 func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
-		showCommand(), logsCommand(), workflowsCommand(), cancelCommand(), retryCommand(),
+		showCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(),
+		completionCommand(),
 	}
 }
 
 // clientCommand completes a client command: usage errors exit with exitUsage and,
-// when remote, the --addr flag is added.
+// when remote, the --addr and --token flags are added.
 func clientCommand(cmd *cli.Command, remote bool) *cli.Command {
 	if remote {
 		cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"},
-			Usage: "the daemon's `ADDRESS`: host:port or an http:// URL"})
+			Usage: "the daemon's `ADDRESS`: host:port or an http:// URL"}, tokenFlag())
 	}
 	cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageError(c, err) }
 	action := cmd.Action
@@ -77,10 +81,12 @@ func triggerCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.GenericFlag{Name: "param", Aliases: []string{"p"}, Value: &paramsFlag{},
 				Usage: "set the workflow parameter `key=value` (repeatable)"},
-			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends; exit 1 if it failed"},
+			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends (a live view on a terminal); exit 1 if it failed"},
+			&cli.StringFlag{Name: "idempotency-key", Usage: "send `KEY` as the Idempotency-Key: a trigger with a key already used answers that run, creating none"},
 			outputFlag(),
 		},
-		Action: triggerAction,
+		Action:       triggerAction,
+		BashComplete: completeWorkflows,
 	}, true)
 }
 
@@ -90,6 +96,8 @@ func runsCommand() *cli.Command {
 		Usage: "list runs, newest first",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "workflow", Usage: "only the runs of the workflow `NAME`"},
+			&cli.StringFlag{Name: "status", Usage: "only the runs in `STATUS`: " + strings.Join(runStatuses, ", ")},
+			&cli.StringFlag{Name: "since", Usage: "only the runs created at or after `TIME`: RFC 3339, a date (2006-01-02, local), or an age (90m, 2h, 7d)"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "show at most `N` runs (0: all)"},
 			outputFlag(),
 		},
@@ -99,21 +107,23 @@ func runsCommand() *cli.Command {
 
 func showCommand() *cli.Command {
 	return clientCommand(&cli.Command{
-		Name:      "show",
-		Usage:     "show a run and its tasks",
-		ArgsUsage: "RUN",
-		Flags:     []cli.Flag{outputFlag()},
-		Action:    showAction,
+		Name:         "show",
+		Usage:        "show a run and its tasks",
+		ArgsUsage:    "RUN",
+		Flags:        []cli.Flag{outputFlag()},
+		Action:       showAction,
+		BashComplete: completeRuns,
 	}, true)
 }
 
 func cancelCommand() *cli.Command {
 	return clientCommand(&cli.Command{
-		Name:      "cancel",
-		Usage:     "cancel a run: pending tasks are cancelled, running ones get SIGTERM, then SIGKILL",
-		ArgsUsage: "RUN",
-		Flags:     []cli.Flag{outputFlag()},
-		Action:    func(c *cli.Context) error { return runVerb(c, "cancel") },
+		Name:         "cancel",
+		Usage:        "cancel a run: pending tasks are cancelled, running ones get SIGTERM, then SIGKILL",
+		ArgsUsage:    "RUN",
+		Flags:        []cli.Flag{outputFlag()},
+		Action:       func(c *cli.Context) error { return runVerb(c, "cancel") },
+		BashComplete: completeRuns,
 	}, true)
 }
 
@@ -124,7 +134,8 @@ func retryCommand() *cli.Command {
 		ArgsUsage: "RUN",
 		Flags: []cli.Flag{outputFlag(),
 			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends; exit 1 if it does not succeed"}},
-		Action: func(c *cli.Context) error { return runVerb(c, "retry") },
+		Action:       func(c *cli.Context) error { return runVerb(c, "retry") },
+		BashComplete: completeRuns,
 	}, true)
 }
 
@@ -160,8 +171,11 @@ func logsCommand() *cli.Command {
 		ArgsUsage: "RUN TASK",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "attempt", DefaultText: "the latest", Usage: "print attempt `N` (from 1)"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"},
+				Usage: "keep printing the output as it is written until the attempt ends (waits for a task not started yet)"},
 		},
-		Action: logsAction,
+		Action:       logsAction,
+		BashComplete: completeRuns,
 	}, true)
 }
 
@@ -174,12 +188,23 @@ func workflowsCommand() *cli.Command {
 	}, true)
 }
 
+func deleteCommand() *cli.Command {
+	return clientCommand(&cli.Command{
+		Name:         "delete",
+		Usage:        "delete a workflow (refused while a run of it is not finished); its runs stay listed",
+		ArgsUsage:    "NAME",
+		Action:       deleteAction,
+		BashComplete: completeWorkflows,
+	}, true)
+}
+
 // session is what a remote command works with.
 type session struct {
 	ctx  context.Context
 	cl   *client
 	out  io.Writer
 	json bool // -o json
+	tty  bool // out is a terminal: live views
 }
 
 // startSession checks the arguments (between minArgs and maxArgs) and the output
@@ -189,7 +214,7 @@ func startSession(c *cli.Context, minArgs, maxArgs int) (*session, []string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &session{ctx: c.Context, out: c.App.Writer}
+	s := &session{ctx: c.Context, out: c.App.Writer, tty: isTerminal(c.App.Writer)}
 	if s.ctx == nil {
 		s.ctx = context.Background()
 	}
@@ -200,7 +225,7 @@ func startSession(c *cli.Context, minArgs, maxArgs int) (*session, []string, err
 	default:
 		return nil, nil, usageError(c, fmt.Errorf("-o %q: use table or json", format))
 	}
-	if s.cl, err = newClient(c.String("addr")); err != nil {
+	if s.cl, err = newClient(c.String("addr"), c.String("token")); err != nil {
 		return nil, nil, err
 	}
 	return s, args, nil
@@ -289,13 +314,23 @@ func triggerAction(c *cli.Context) error {
 		return err
 	}
 	params := c.Generic("param").(*paramsFlag)
+	header := http.Header{"X-Orkwal-Trigger": {"cli"}}
+	if key := c.String("idempotency-key"); key != "" {
+		if len(key) > api.MaxIdempotencyKey || strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+			return usageError(c, fmt.Errorf("--idempotency-key: must be 1 to %d printable ASCII characters", api.MaxIdempotencyKey))
+		}
+		header.Set("Idempotency-Key", key)
+	}
 	var created struct {
 		ID string `json:"id"`
 	}
-	_, raw, err := s.cl.postJSON(s.ctx, "/workflows/"+url.PathEscape(args[0])+"/runs",
-		http.Header{"X-Orkwal-Trigger": {"cli"}}, map[string]any{"params": params.values()}, &created)
+	status, raw, err := s.cl.postJSON(s.ctx, "/workflows/"+url.PathEscape(args[0])+"/runs",
+		header, map[string]any{"params": params.values()}, &created)
 	if err != nil {
 		return fmt.Errorf("trigger %s: %w", args[0], err)
+	}
+	if status == http.StatusOK && !s.json {
+		fmt.Fprintf(c.App.ErrWriter, "orkwal: run %s was created earlier with this idempotency key; none created\n", created.ID)
 	}
 	if !c.Bool("wait") {
 		if s.json {
@@ -310,10 +345,14 @@ func triggerAction(c *cli.Context) error {
 // wait follows a run to its end: progress lines and the outcome, or the final
 // run JSON with -o json.
 func (s *session) wait(id string) error {
-	var prog *progress
+	var prog watcher
 	if !s.json {
 		fmt.Fprintln(s.out, id)
-		prog = newProgress(s.out)
+		if s.tty {
+			prog = newLiveView(s.out, terminalSize(s.out))
+		} else {
+			prog = newProgress(s.out)
+		}
 	}
 	run, raw, err := s.follow(id, prog)
 	if err != nil {
@@ -337,9 +376,13 @@ func finished(status string) bool {
 	return status == "success" || status == "failed" || status == "cancelled"
 }
 
+// watcher is told every state of a followed run: progress lines, or a live
+// view on a terminal.
+type watcher interface{ update(engine.RunView) }
+
 // follow polls the run until it has ended and returns its last
 // state, decoded and raw. prog, when not nil, is told every state seen.
-func (s *session) follow(id string, prog *progress) (engine.RunView, []byte, error) {
+func (s *session) follow(id string, prog watcher) (engine.RunView, []byte, error) {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
 	for {
@@ -362,6 +405,13 @@ func (s *session) follow(id string, prog *progress) (engine.RunView, []byte, err
 	}
 }
 
+// runStatuses are the statuses a run can have, for --status.
+var runStatuses = []string{"pending", "running", "success", "failed", "cancelled"}
+
+// runsPageSize is how many runs `orkwal runs` asks for at once (the API's
+// maximum page).
+var runsPageSize = api.MaxRunsLimit
+
 func runsAction(c *cli.Context) error {
 	s, _, err := startSession(c, 0, 0)
 	if err != nil {
@@ -371,25 +421,86 @@ func runsAction(c *cli.Context) error {
 	if w := c.String("workflow"); w != "" {
 		q.Set("workflow", w)
 	}
-	switch limit := c.Int("limit"); {
-	case limit < 0:
-		return usageError(c, fmt.Errorf("--limit %d: must be 0 (all) or more", limit))
-	case limit > 0:
-		q.Set("limit", strconv.Itoa(limit))
+	if st := c.String("status"); st != "" {
+		if !slices.Contains(runStatuses, st) {
+			return usageError(c, fmt.Errorf("--status %q: use one of %s", st, strings.Join(runStatuses, ", ")))
+		}
+		q.Set("status", st)
 	}
-	path := "/runs"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
+	if v := c.String("since"); v != "" {
+		t, err := parseSince(v, time.Now())
+		if err != nil {
+			return usageError(c, fmt.Errorf("--since %q: %v", v, err))
+		}
+		q.Set("since", t.UTC().Format(time.RFC3339Nano))
+	}
+	limit := c.Int("limit")
+	if limit < 0 {
+		return usageError(c, fmt.Errorf("--limit %d: must be 0 (all) or more", limit))
 	}
 	var runs []engine.RunView
-	raw, err := s.cl.get(s.ctx, path, &runs)
-	if err != nil {
-		return fmt.Errorf("list runs: %w", err)
+	var pages []json.RawMessage
+	for {
+		size := runsPageSize
+		if limit > 0 {
+			size = min(size, limit-len(runs))
+		}
+		q.Set("limit", strconv.Itoa(size))
+		var page []engine.RunView
+		next, raw, err := s.cl.getPage(s.ctx, "/runs?"+q.Encode(), &page)
+		if err != nil {
+			return fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, page...)
+		pages = append(pages, raw)
+		if next == "" || len(page) == 0 || (limit > 0 && len(runs) >= limit) {
+			break
+		}
+		q.Set("cursor", next)
 	}
 	if s.json {
-		return s.writeRaw(raw)
+		if len(pages) == 1 {
+			return s.writeRaw(pages[0])
+		}
+		return s.writeRaw(joinArrays(pages))
 	}
 	return writeRuns(s.out, runs)
+}
+
+// joinArrays joins JSON arrays into one, indented as the API indents, each
+// element kept as it came.
+func joinArrays(arrays []json.RawMessage) []byte {
+	var all []json.RawMessage
+	for _, a := range arrays {
+		var elems []json.RawMessage
+		json.Unmarshal(a, &elems)
+		all = append(all, elems...)
+	}
+	if all == nil {
+		all = []json.RawMessage{}
+	}
+	out, _ := json.MarshalIndent(all, "", "  ")
+	return append(out, '\n')
+}
+
+// parseSince reads --since: an RFC 3339 time, a date (local midnight), or
+// an age before now (a Go duration, or whole days as 7d).
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", v, time.Local); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, errors.New("use an RFC 3339 time (2026-03-01T12:00:00Z), a date (2026-03-01) or an age (90m, 2h, 7d)")
 }
 
 func showAction(c *cli.Context) error {
@@ -414,15 +525,46 @@ func logsAction(c *cli.Context) error {
 		return err
 	}
 	path := "/runs/" + url.PathEscape(args[0]) + "/tasks/" + url.PathEscape(args[1]) + "/logs"
+	q := url.Values{}
 	switch attempt := c.Int("attempt"); {
 	case attempt < 0:
 		return usageError(c, fmt.Errorf("--attempt %d: must be 1 or more (0: the latest)", attempt))
 	case attempt > 0:
-		path += "?attempt=" + strconv.Itoa(attempt)
+		q.Set("attempt", strconv.Itoa(attempt))
 	}
-	if err := s.cl.copyTo(s.ctx, path, s.out); err != nil {
+	follow := c.Bool("follow")
+	if follow {
+		q.Set("follow", "1")
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	trailer, err := s.cl.copyTo(s.ctx, path, s.out, follow)
+	if err != nil {
 		return fmt.Errorf("logs of %s: %w", args[1], err)
 	}
+	if follow {
+		switch end := trailer.Get(api.FollowEndTrailer); end {
+		case api.FollowEndAttempt:
+		case api.FollowEndStopping:
+			return &exitError{code: exitServer, err: fmt.Errorf("logs of %s: the daemon at %s is stopping; the log may go on", args[1], s.cl.addr)}
+		default:
+			return &exitError{code: exitServer, err: fmt.Errorf("logs of %s: the stream ended early (%s)", args[1], orDash(end))}
+		}
+	}
+	return nil
+}
+
+func deleteAction(c *cli.Context) error {
+	s, args, err := startSession(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	name := args[0]
+	if _, _, err := s.cl.raw(s.ctx, request{method: http.MethodDelete, path: "/workflows/" + url.PathEscape(name)}); err != nil {
+		return fmt.Errorf("delete workflow %s: %w", name, err)
+	}
+	fmt.Fprintf(s.out, "workflow %s deleted\n", name)
 	return nil
 }
 

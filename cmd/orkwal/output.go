@@ -241,3 +241,129 @@ func writeOutcome(w io.Writer, r engine.RunView) {
 		fmt.Fprintf(w, "see its output with: orkwal logs %s %s\n", r.ID, failed[0])
 	}
 }
+
+// liveView redraws a compact view of a followed run in place, for a
+// terminal: a header line, then a line per task (a fan-out's instances are
+// summed up on its line), moving the cursor back up over the last drawing
+// with ANSI sequences.
+type liveView struct {
+	w     io.Writer
+	size  termSize
+	drawn int // lines of the last drawing
+	now   func() time.Time
+}
+
+func newLiveView(w io.Writer, size termSize) *liveView {
+	return &liveView{w: w, size: size, now: time.Now}
+}
+
+// ANSI sequences of the live view.
+const (
+	ansiUp        = "\x1b[%dA" // cursor up n lines
+	ansiClearLine = "\r\x1b[2K"
+	ansiClearDown = "\x1b[J" // clear from the cursor to the end of the screen
+)
+
+func (v *liveView) update(r engine.RunView) {
+	lines := liveLines(r, v.now(), v.size)
+	var b strings.Builder
+	if v.drawn > 0 {
+		fmt.Fprintf(&b, ansiUp, v.drawn)
+	}
+	for _, l := range lines {
+		b.WriteString(ansiClearLine)
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.WriteString(ansiClearDown)
+	v.drawn = len(lines)
+	io.WriteString(v.w, b.String())
+}
+
+var statusSymbols = map[string]string{"pending": "·", "dispatched": "»", "running": "»",
+	"success": "✓", "failed": "✗", "skipped": "-", "cancelled": "⊘"}
+
+func statusSymbol(status string) string {
+	if s, ok := statusSymbols[status]; ok {
+		return s
+	}
+	return "?"
+}
+
+// liveLines are the lines of a live view of r, each cut to the terminal's
+// width, at most its height less one.
+func liveLines(r engine.RunView, now time.Time, size termSize) []string {
+	header := fmt.Sprintf("%s %s@%d %s%s", statusSymbol(r.Status), r.Workflow, r.Version, r.Status, cancelling(r))
+	if r.StartedAt != nil {
+		end := now
+		if r.FinishedAt != nil {
+			end = *r.FinishedAt
+		}
+		header += "  " + humanDuration(end.Sub(*r.StartedAt))
+	}
+	instances := map[string]map[string]int{} // fan-out task → status → count
+	nameWidth := 4
+	var top []engine.TaskView
+	for _, t := range r.Tasks {
+		if t.Instance != nil {
+			if instances[t.Task] == nil {
+				instances[t.Task] = map[string]int{}
+			}
+			instances[t.Task][t.Status]++
+			continue
+		}
+		top = append(top, t)
+		nameWidth = max(nameWidth, min(len([]rune(t.Name)), 24))
+	}
+	lines := []string{header}
+	for _, t := range top {
+		lines = append(lines, fmt.Sprintf("  %s %-*s  %-10s %s", statusSymbol(t.Status), nameWidth, t.Name, t.Status,
+			taskDetail(t, instances[t.Name], now)))
+	}
+	if maxLines := size.rows - 1; maxLines >= 2 && len(lines) > maxLines {
+		more := len(lines) - (maxLines - 1)
+		lines = append(lines[:maxLines-1], fmt.Sprintf("  … and %d more tasks", more))
+	}
+	for i, l := range lines {
+		lines[i] = truncateRunes(strings.TrimRight(l, " "), max(size.cols-1, 10))
+	}
+	return lines
+}
+
+// taskDetail is the end of a task's live line: what it waits on, how long
+// it has run or took, its error, or its instances' progress.
+func taskDetail(t engine.TaskView, inst map[string]int, now time.Time) string {
+	if t.Instances > 0 {
+		done := inst["success"] + inst["failed"] + inst["skipped"] + inst["cancelled"]
+		parts := []string{fmt.Sprintf("%d/%d done", done, t.Instances)}
+		for _, st := range []string{"running", "failed"} {
+			if n := inst[st]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	switch t.Status {
+	case "pending":
+		if t.NotBefore != nil && t.NotBefore.After(now) {
+			return "retry in " + humanDuration(t.NotBefore.Sub(now))
+		}
+		if len(t.WaitingOn) > 0 {
+			return "waiting on " + oneLine(strings.Join(t.WaitingOn, "; "))
+		}
+	case "dispatched":
+		return fmt.Sprintf("attempt %d, starting", t.Attempt)
+	case "running":
+		if t.StartedAt != nil {
+			return fmt.Sprintf("attempt %d, %s", t.Attempt, humanDuration(now.Sub(*t.StartedAt)))
+		}
+		return fmt.Sprintf("attempt %d", t.Attempt)
+	case "success":
+		if t.StartedAt != nil && t.FinishedAt != nil {
+			return humanDuration(t.FinishedAt.Sub(*t.StartedAt))
+		}
+	case "failed":
+		return fmt.Sprintf("attempt %d: %s", t.Attempt, orDash(oneLine(t.Error)))
+	}
+	return oneLine(t.Error)
+}

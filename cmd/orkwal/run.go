@@ -30,31 +30,43 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
 		Usage: "start the daemon on a data folder",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data", Value: DefaultDataDir, EnvVars: []string{"ORKWAL_DATA"}, Usage: "data folder (WAL, logs)"},
 			&cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"}, Usage: "API listen address"},
 			&cli.StringFlag{Name: "workflows", Usage: "load every *.yaml/*.yml in this folder at boot, recording those that changed"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks"},
-		},
+		}, daemonFlags()...),
 		Action: runDaemon,
 	}
 }
 
-func newLogger(format string) (*slog.Logger, error) {
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, exitf(exitUsage, "--log-level: %q is not debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, exitf(exitUsage, "--log-format: %q is not text or json", format)
 }
 
 func runDaemon(c *cli.Context) error {
-	logger, err := newLogger(c.String("log-format"))
+	logger, err := newLogger(c.String("log-format"), c.String("log-level"))
 	if err != nil {
+		return err
+	}
+	token := c.String("token")
+	if err := checkToken(token); err != nil {
+		return err
+	}
+	if err := checkExposure(c.String("addr"), token, c.Bool("insecure")); err != nil {
 		return err
 	}
 	specs, err := loadWorkflowDir(c.String("workflows"))
@@ -81,14 +93,18 @@ func runDaemon(c *cli.Context) error {
 		eng.Close()
 		return exitf(exitFailure, "%v", err)
 	}
-	return serve(eng, ln, logger)
+	return serve(eng, ln, logger, api.WithToken(token))
 }
 
 // serve runs the API until SIGTERM or SIGINT, then shuts down cleanly:
 // stop accepting, stop children, close the WAL.
-func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger) error {
-	srv := &http.Server{Handler: api.New(eng, logger), ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger, opts ...api.Option) error {
+	handler := api.New(eng, logger, opts...)
+	// WriteTimeout bounds plain answers; log streams extend their own write
+	// deadline per write (see api.streamWriteStall).
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	srv.RegisterOnShutdown(handler.StopStreams)
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	errc := make(chan error, 1)

@@ -1,0 +1,247 @@
+package api
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+)
+
+// GET /metrics: the Prometheus text exposition format (version 0.0.4),
+// written by hand.
+//
+// TODO(engine): metrics that need counters or hooks in the engine, WAL or
+// executors (they are not exported until those exist):
+//   - orkwal_dispatch_latency_seconds (histogram): a task ready → dispatched.
+//   - orkwal_task_duration_seconds{status} (histogram): attempt started → ended.
+//   - orkwal_wal_append_seconds, orkwal_wal_fsync_seconds (histograms).
+//   - orkwal_wal_bytes, orkwal_snapshot_bytes (gauges); orkwal_wal_records_total.
+//   - orkwal_compactions_total, orkwal_recoveries_total (counters; recoveries:
+//     in-process WAL reopenings after a disk-full failure).
+//   - orkwal_engine_turns_total (the engine counts turns but does not export them),
+//     orkwal_tasks_in_flight and orkwal_tasks_ready (the gate's queue).
+
+// durationBuckets are the upper bounds of the request duration histogram.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+var taskStatuses = []string{"pending", "dispatched", "running", "success", "failed", "skipped", "cancelled"}
+
+type reqKey struct {
+	route string
+	code  int
+}
+
+type histogram struct {
+	counts []uint64 // per bucket, not cumulative; the last is +Inf
+	sum    float64
+	count  uint64
+}
+
+type metrics struct {
+	mu        sync.Mutex
+	requests  map[reqKey]uint64
+	durations map[string]*histogram // by route
+	followers atomic.Int64
+
+	cacheMu sync.Mutex
+	// finished holds the task counts of finished runs, which change only if
+	// the run is retried (its finished_at then changes).
+	finished map[string]finishedRun
+}
+
+type finishedRun struct {
+	finishedAt time.Time
+	tasks      map[string]int
+}
+
+func newMetrics() *metrics {
+	return &metrics{requests: map[reqKey]uint64{}, durations: map[string]*histogram{}, finished: map[string]finishedRun{}}
+}
+
+func (m *metrics) request(route string, code int, d time.Duration) {
+	secs := d.Seconds()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.requests[reqKey{route, code}]++
+	h := m.durations[route]
+	if h == nil {
+		h = &histogram{counts: make([]uint64, len(durationBuckets)+1)}
+		m.durations[route] = h
+	}
+	i := sort.SearchFloat64s(durationBuckets, secs) // the first bound >= secs
+	h.counts[i]++
+	h.sum += secs
+	h.count++
+}
+
+// taskCounts counts the tasks of runs by status. A finished run's counts
+// are kept, so a scrape reads the tasks of active runs only.
+// TODO(engine): status counters kept by the engine would spare the scan of
+// every run's view (engine.Runs copies each run; fine for thousands of runs,
+// slow for millions).
+func (m *metrics) taskCounts(eng *engine.Engine, runs []engine.RunView) map[string]int {
+	m.cacheMu.Lock()
+	defer m.cacheMu.Unlock()
+	out := map[string]int{}
+	seen := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		seen[r.ID] = true
+		counts := map[string]int(nil)
+		if c, ok := m.finished[r.ID]; ok && r.FinishedAt != nil && c.finishedAt.Equal(*r.FinishedAt) {
+			counts = c.tasks
+		} else {
+			full, err := eng.Run(r.ID)
+			if err != nil {
+				continue
+			}
+			counts = map[string]int{}
+			for _, t := range full.Tasks {
+				counts[t.Status]++
+			}
+			if finished(full.Status) && full.FinishedAt != nil {
+				m.finished[r.ID] = finishedRun{finishedAt: *full.FinishedAt, tasks: counts}
+			} else {
+				delete(m.finished, r.ID)
+			}
+		}
+		for st, n := range counts {
+			out[st] += n
+		}
+	}
+	for id := range m.finished {
+		if !seen[id] {
+			delete(m.finished, id)
+		}
+	}
+	return out
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(w)
+	s.writeMetrics(bw)
+	bw.Flush()
+}
+
+func (s *Server) writeMetrics(w io.Writer) {
+	runs := s.eng.Runs(engine.RunFilter{})
+	byStatus := map[string]int{}
+	for _, r := range runs {
+		byStatus[r.Status]++
+	}
+	family(w, "orkwal_runs", "gauge", "Runs by status.")
+	for _, st := range runStatuses {
+		sample(w, "orkwal_runs", labels("status", st), float64(byStatus[st]))
+	}
+	tasks := s.metrics.taskCounts(s.eng, runs)
+	family(w, "orkwal_tasks", "gauge", "Tasks of all runs by status (a fan-out counts as itself and as each instance).")
+	for _, st := range taskStatuses {
+		sample(w, "orkwal_tasks", labels("status", st), float64(tasks[st]))
+	}
+	family(w, "orkwal_workflows", "gauge", "Workflows recorded.")
+	sample(w, "orkwal_workflows", "", float64(len(s.eng.Workflows())))
+	walFailed := 0.0
+	if s.eng.Err() != nil {
+		walFailed = 1
+	}
+	family(w, "orkwal_wal_failed", "gauge", "1 once the write-ahead log failed and the daemon refuses writes (fail-stop), else 0.")
+	sample(w, "orkwal_wal_failed", "", walFailed)
+	family(w, "orkwal_log_followers", "gauge", "Log streams (logs?follow=1) being served.")
+	sample(w, "orkwal_log_followers", "", float64(s.metrics.followers.Load()))
+	family(w, "orkwal_log_followers_max", "gauge", "The most log streams served at once; more answer 429.")
+	sample(w, "orkwal_log_followers_max", "", float64(s.maxFollowers))
+	family(w, "go_goroutines", "gauge", "Goroutines of the daemon.")
+	sample(w, "go_goroutines", "", float64(runtime.NumGoroutine()))
+
+	m := s.metrics
+	m.mu.Lock()
+	keys := make([]reqKey, 0, len(m.requests))
+	for k := range m.requests {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].route != keys[j].route {
+			return keys[i].route < keys[j].route
+		}
+		return keys[i].code < keys[j].code
+	})
+	family(w, "orkwal_http_requests_total", "counter", "HTTP requests by route (the endpoint's pattern) and status code.")
+	for _, k := range keys {
+		sample(w, "orkwal_http_requests_total", labels("route", k.route, "code", strconv.Itoa(k.code)), float64(m.requests[k]))
+	}
+	routes := make([]string, 0, len(m.durations))
+	for r := range m.durations {
+		routes = append(routes, r)
+	}
+	sort.Strings(routes)
+	family(w, "orkwal_http_request_duration_seconds", "histogram", "HTTP request durations by route (a log stream counts its whole length).")
+	for _, route := range routes {
+		h := m.durations[route]
+		var cum uint64
+		for i, c := range h.counts {
+			cum += c
+			le := "+Inf"
+			if i < len(durationBuckets) {
+				le = formatFloat(durationBuckets[i])
+			}
+			sample(w, "orkwal_http_request_duration_seconds_bucket", labels("route", route, "le", le), float64(cum))
+		}
+		sample(w, "orkwal_http_request_duration_seconds_sum", labels("route", route), h.sum)
+		sample(w, "orkwal_http_request_duration_seconds_count", labels("route", route), float64(h.count))
+	}
+	m.mu.Unlock()
+}
+
+func family(w io.Writer, name, typ, help string) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
+}
+
+func sample(w io.Writer, name, labels string, v float64) {
+	fmt.Fprintf(w, "%s%s %s\n", name, labels, formatFloat(v))
+}
+
+// labels formats {k1="v1",k2="v2"} from key, value pairs.
+func labels(kv ...string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(kv[i])
+		b.WriteString(`="`)
+		b.WriteString(escapeLabel(kv[i+1]))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
+
+func formatFloat(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}

@@ -1,0 +1,209 @@
+package api
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// Page sizes of GET /runs.
+const (
+	DefaultRunsLimit = 100
+	MaxRunsLimit     = 1000
+)
+
+// runStatuses are the values of a run's status, for ?status=.
+var runStatuses = []string{"pending", "running", "success", "failed", "cancelled"}
+
+// runsQuery is a parsed GET /runs query.
+type runsQuery struct {
+	workflow string
+	status   string
+	since    time.Time // zero: no lower bound
+	limit    int
+	after    *cursor // nil: from the newest run
+}
+
+// cursor marks the last run of a page: its id, and its creation time in
+// case the run is gone when the next page is asked for. Clients see it as
+// an opaque string (base64url of "1:<unix nanos>:<id>").
+type cursor struct {
+	at int64
+	id string
+}
+
+func (c cursor) encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte("1:" + strconv.FormatInt(c.at, 10) + ":" + c.id))
+}
+
+func decodeCursor(s string) (*cursor, error) {
+	bad := fmt.Errorf("cursor %q: not a cursor of this server (take it from the Link or X-Next-Cursor header)", s)
+	if len(s) > 128 {
+		return nil, bad
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, bad
+	}
+	parts := strings.SplitN(string(raw), ":", 3)
+	if len(parts) != 3 || parts[0] != "1" {
+		return nil, bad
+	}
+	at, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || checkRunID(parts[2]) != nil {
+		return nil, bad
+	}
+	return &cursor{at: at, id: parts[2]}, nil
+}
+
+// single returns the one value of a query parameter; given twice is an error.
+func single(q url.Values, key string) (string, error) {
+	vs := q[key]
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return "", fmt.Errorf("%s: given %d times, give it once", key, len(vs))
+}
+
+// knownParams rejects a query parameter not in allowed (a typo such as
+// ?stauts= must not silently list everything).
+func knownParams(q url.Values, allowed ...string) error {
+	var unknown []string
+outer:
+	for k := range q {
+		for _, a := range allowed {
+			if k == a {
+				continue outer
+			}
+		}
+		unknown = append(unknown, strconv.Quote(k))
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("unknown query parameter %s (known: %s)", strings.Join(sortedCopy(unknown), ", "), strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+func parseRunsQuery(q url.Values) (runsQuery, error) {
+	rq := runsQuery{limit: DefaultRunsLimit}
+	if err := knownParams(q, "workflow", "status", "since", "limit", "cursor"); err != nil {
+		return rq, err
+	}
+	vals := map[string]string{}
+	for _, k := range []string{"workflow", "status", "since", "limit", "cursor"} {
+		v, err := single(q, k)
+		if err != nil {
+			return rq, err
+		}
+		vals[k] = v
+	}
+	if v := vals["workflow"]; v != "" {
+		if !workflow.ValidName(v) {
+			return rq, fmt.Errorf("workflow %q: %s", v, workflow.NameRule)
+		}
+		rq.workflow = v
+	}
+	if v := vals["status"]; v != "" {
+		ok := false
+		for _, st := range runStatuses {
+			ok = ok || v == st
+		}
+		if !ok {
+			return rq, fmt.Errorf("status %q: must be one of %s", v, strings.Join(runStatuses, ", "))
+		}
+		rq.status = v
+	}
+	if v := vals["since"]; v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return rq, fmt.Errorf("since %q: must be an RFC 3339 time such as 2026-03-01T12:00:00Z", v)
+		}
+		rq.since = t
+	}
+	if v := vals["limit"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxRunsLimit {
+			return rq, fmt.Errorf("limit: must be an integer from 1 to %d, got %q", MaxRunsLimit, v)
+		}
+		rq.limit = n
+	}
+	if v := vals["cursor"]; v != "" {
+		c, err := decodeCursor(v)
+		if err != nil {
+			return rq, err
+		}
+		rq.after = c
+	}
+	return rq, nil
+}
+
+// pageRuns selects one page from runs (newest first): those matching q after
+// q's cursor, at most q.limit, and whether more follow.
+func pageRuns(runs []engine.RunView, q runsQuery) (page []engine.RunView, more bool) {
+	start := 0
+	if q.after != nil {
+		start = len(runs)
+		found := false
+		for i, r := range runs {
+			if r.ID == q.after.id {
+				start, found = i+1, true
+				break
+			}
+		}
+		if !found { // the run is gone: go on from its creation time
+			for i, r := range runs {
+				if r.CreatedAt.UnixNano() < q.after.at {
+					start = i
+					break
+				}
+			}
+		}
+	}
+	page = []engine.RunView{}
+	for _, r := range runs[start:] {
+		if (!q.since.IsZero() && r.CreatedAt.Before(q.since)) || (q.workflow != "" && r.Workflow != q.workflow) || (q.status != "" && r.Status != q.status) {
+			continue
+		}
+		if len(page) == q.limit {
+			return page, true
+		}
+		page = append(page, r)
+	}
+	return page, false
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rq, err := parseRunsQuery(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f := engine.RunFilter{Workflow: rq.workflow}
+	if rq.after == nil && rq.status == "" && rq.since.IsZero() {
+		f.Limit = rq.limit + 1 // the first page needs no more than this from the engine
+	}
+	// TODO(engine): Runs copies every run of the workflow to serve a page
+	// after a cursor or with status/since; a RunFilter with Status, Since
+	// and After (a run id) would make this O(page).
+	page, more := pageRuns(s.eng.Runs(f), rq)
+	if more {
+		next := page[len(page)-1]
+		c := cursor{at: next.CreatedAt.UnixNano(), id: next.ID}.encode()
+		q.Set("cursor", c)
+		q.Set("limit", strconv.Itoa(rq.limit))
+		w.Header().Set("Link", fmt.Sprintf(`</runs?%s>; rel="next"`, q.Encode()))
+		w.Header().Set("X-Next-Cursor", c)
+	}
+	writeJSON(w, http.StatusOK, page)
+}

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+)
+
+// getRuns GETs a /runs URL and returns the page and its Link and
+// X-Next-Cursor headers.
+func (f *fixture) getRuns(path string) ([]engine.RunView, string, string) {
+	f.t.Helper()
+	req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		f.t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	var page []engine.RunView
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		f.t.Fatalf("GET %s: %v", path, err)
+	}
+	if page == nil {
+		f.t.Fatalf("GET %s: null, want a JSON array", path)
+	}
+	return page, resp.Header.Get("Link"), resp.Header.Get("X-Next-Cursor")
+}
+
+var linkRE = regexp.MustCompile(`^<(/runs\?[^>]+)>; rel="next"$`)
+
+// allRuns follows the Link headers from path and returns every run listed.
+func (f *fixture) allRuns(path string) (runs []engine.RunView, pages int) {
+	f.t.Helper()
+	for path != "" {
+		page, link, cursor := f.getRuns(path)
+		runs = append(runs, page...)
+		pages++
+		path = ""
+		if link != "" {
+			m := linkRE.FindStringSubmatch(link)
+			if m == nil {
+				f.t.Fatalf("Link %q", link)
+			}
+			u, _ := url.Parse(m[1])
+			if u.Query().Get("cursor") != cursor {
+				f.t.Fatalf("Link cursor %q, X-Next-Cursor %q", u.Query().Get("cursor"), cursor)
+			}
+			path = m[1]
+		} else if cursor != "" {
+			f.t.Fatalf("X-Next-Cursor without Link")
+		}
+		if pages > 1000 {
+			f.t.Fatal("the pages do not end")
+		}
+	}
+	return runs, pages
+}
+
+func ids(runs []engine.RunView) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestRunsFiltersAndCursor(t *testing.T) {
+	f := newFixture(t)
+	f.put("name: ok\ntasks:\n  t: {executor: noop}\n")
+	f.put("name: bad\ntasks:\n  t: {command: exit 3}\n")
+	var created []string // oldest first
+	for i := 0; i < 24; i++ {
+		name := "ok"
+		if i%3 == 2 {
+			name = "bad"
+		}
+		created = append(created, f.trigger(name))
+	}
+	for _, id := range created {
+		f.waitRun(id)
+	}
+	newestFirst := make([]string, len(created))
+	for i, id := range created {
+		newestFirst[len(created)-1-i] = id
+	}
+
+	all, pages := f.allRuns("/runs?limit=5")
+	if strings.Join(ids(all), ",") != strings.Join(newestFirst, ",") || pages != 5 {
+		t.Fatalf("paged by 5: %d pages, %v\nwant %v", pages, ids(all), newestFirst)
+	}
+	if page, link, _ := f.getRuns("/runs"); len(page) != 24 || link != "" {
+		t.Fatalf("default limit: %d runs, Link %q", len(page), link)
+	}
+	if page, link, _ := f.getRuns("/runs?limit=24"); len(page) != 24 || link != "" {
+		t.Fatalf("an exact last page has no next: %d runs, Link %q", len(page), link)
+	}
+
+	failed, _ := f.allRuns("/runs?status=failed&limit=3")
+	bad, _ := f.allRuns("/runs?workflow=bad&limit=100")
+	if len(failed) != 8 || strings.Join(ids(failed), ",") != strings.Join(ids(bad), ",") {
+		t.Fatalf("status=failed %d runs, workflow=bad %d runs", len(failed), len(bad))
+	}
+	for _, r := range failed {
+		if r.Status != "failed" || r.Workflow != "bad" {
+			t.Fatalf("status=failed lists %s %s", r.Workflow, r.Status)
+		}
+	}
+	if runs, _ := f.allRuns("/runs?status=success&workflow=bad"); len(runs) != 0 {
+		t.Fatalf("success runs of bad: %v", ids(runs))
+	}
+	if runs, _ := f.allRuns("/runs?status=running"); len(runs) != 0 {
+		t.Fatalf("running: %v", ids(runs))
+	}
+
+	// since: created at or after a run's creation time.
+	pivot, _ := f.eng.Run(created[10])
+	since := url.QueryEscape(pivot.CreatedAt.Format(time.RFC3339Nano))
+	recent, _ := f.allRuns("/runs?limit=4&since=" + since)
+	want := newestFirst[:len(created)-10]
+	for len(recent) > len(want) { // runs created in the same nanosecond as the pivot
+		want = newestFirst[:len(want)+1]
+	}
+	if strings.Join(ids(recent), ",") != strings.Join(want, ",") {
+		t.Fatalf("since %s: %v\nwant %v", since, ids(recent), want)
+	}
+	future := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))
+	if runs, link, _ := f.getRuns("/runs?since=" + future); len(runs) != 0 || link != "" {
+		t.Fatalf("since the future: %v", ids(runs))
+	}
+
+	// The filters travel in the Link; the cursor is opaque but stable.
+	_, link, cursor := f.getRuns("/runs?workflow=ok&status=success&limit=2")
+	for _, want := range []string{"workflow=ok", "status=success", "limit=2", "cursor=" + cursor} {
+		if !strings.Contains(link, want) {
+			t.Fatalf("Link %q lacks %q", link, want)
+		}
+	}
+	// New runs do not shift the pages after a cursor.
+	_, _, c1 := f.getRuns("/runs?limit=3")
+	before, _ := f.allRuns("/runs?limit=3&cursor=" + c1)
+	f.trigger("ok")
+	after, _ := f.allRuns("/runs?limit=3&cursor=" + c1)
+	if strings.Join(ids(before), ",") != strings.Join(ids(after), ",") {
+		t.Fatalf("a new run shifted the pages after a cursor")
+	}
+}
+
+// TestPageRunsCursorOfAGoneRun: a cursor whose run no longer exists goes on
+// from the runs created before it.
+func TestPageRunsCursorOfAGoneRun(t *testing.T) {
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	var runs []engine.RunView // newest first
+	for i := 9; i >= 0; i-- {
+		runs = append(runs, engine.RunView{ID: "run-" + string(rune('0'+i)), CreatedAt: base.Add(time.Duration(i) * time.Second), Status: "success"})
+	}
+	gone := &cursor{at: base.Add(5*time.Second + time.Millisecond).UnixNano(), id: "01a20513-4449-7a72-88e6-f0b8c447588e"}
+	page, more := pageRuns(runs, runsQuery{limit: 3, after: gone})
+	if got := strings.Join(ids(page), ","); got != "run-5,run-4,run-3" || !more {
+		t.Fatalf("after a gone run: %s more=%v", got, more)
+	}
+	page, more = pageRuns(runs, runsQuery{limit: 3, after: &cursor{at: base.UnixNano() - 1, id: gone.id}})
+	if len(page) != 0 || more {
+		t.Fatalf("after the oldest: %v %v", ids(page), more)
+	}
+	// Round trip of the encoding.
+	c := cursor{at: 1234567890123456789, id: gone.id}
+	back, err := decodeCursor(c.encode())
+	if err != nil || *back != c {
+		t.Fatalf("cursor round trip: %+v %v", back, err)
+	}
+}

@@ -1,0 +1,396 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/api"
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/executors"
+)
+
+// runCLIStreaming runs the CLI with its stdout going to out (read by the
+// test while the command runs) and returns its stderr and exit code.
+func runCLIStreaming(t *testing.T, out io.Writer, args ...string) (string, int) {
+	t.Helper()
+	var errOut strings.Builder
+	app := newApp()
+	app.Writer, app.ErrWriter = out, &errOut
+	err := app.Run(append([]string{"orkwal"}, args...))
+	code := exitOK
+	if err != nil {
+		errOut.WriteString("orkwal: " + err.Error() + "\n")
+		code = exitFailure
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+	}
+	return errOut.String(), code
+}
+
+// cliGate is a FIFO a task blocks on (cat) until the test opens it.
+func cliGate(t *testing.T) (path string, open func()) {
+	path = filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := false
+	open = func() {
+		if opened {
+			return
+		}
+		opened = true
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	return path, open
+}
+
+func processDaemon(t *testing.T, opts ...api.Option) (*api.Server, string) {
+	return cliDaemonServer(t, executors.NewProcess(executors.ProcessConfig{KillGrace: time.Second}), opts...)
+}
+
+func TestDelete(t *testing.T) {
+	_, url := processDaemon(t)
+	gate, open := cliGate(t)
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "etl.yaml", cliEtlYAML))
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "held.yaml", "name: held\ntasks:\n  t: {command: 'cat "+gate+"'}\n"))
+	out, _ := mustCLI(t, exitOK, "delete", "--addr", url, "etl")
+	if out != "workflow etl deleted\n" {
+		t.Fatalf("delete: %q", out)
+	}
+	_, errOut := mustCLI(t, exitNotFound, "delete", "etl", "--addr", url)
+	if !strings.Contains(errOut, `workflow "etl"`) {
+		t.Fatalf("delete again: %s", errOut)
+	}
+	out, _ = mustCLI(t, exitOK, "trigger", "--addr", url, "held")
+	id := strings.TrimSpace(out)
+	_, errOut = mustCLI(t, exitFailure, "delete", "--addr", url, "held")
+	if !strings.Contains(errOut, "has active run "+id) {
+		t.Fatalf("delete with an active run: %s", errOut)
+	}
+	open()
+	mustCLI(t, exitOK, "show", "--addr", url, id)
+	mustCLI(t, exitUsage, "delete", "--addr", url)
+	mustCLI(t, exitFailure, "delete", "--addr", url, "../x")
+}
+
+func TestLogsFollow(t *testing.T) {
+	_, url := processDaemon(t)
+	gate, open := cliGate(t)
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "talk.yaml",
+		"name: talk\ntasks:\n  t: {command: 'echo first; cat "+gate+"; echo last'}\n"))
+	out, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "talk")
+	id := strings.TrimSpace(out)
+
+	pr, pw := io.Pipe()
+	type result struct {
+		stderr string
+		code   int
+	}
+	done := make(chan result, 1)
+	go func() {
+		stderr, code := runCLIStreaming(t, pw, "logs", "-f", "--addr", url, id, "t")
+		pw.Close()
+		done <- result{stderr, code}
+	}()
+	r := bufio.NewReader(pr)
+	if l, err := r.ReadString('\n'); l != "first\n" {
+		t.Fatalf("first line %q %v", l, err)
+	}
+	open()
+	rest, _ := io.ReadAll(r)
+	res := <-done
+	if string(rest) != "last\n" || res.code != exitOK {
+		t.Fatalf("rest %q, exit %d %s", rest, res.code, res.stderr)
+	}
+	// An ended attempt: all of it, at once.
+	out, _ = mustCLI(t, exitOK, "logs", "--addr", url, "--follow", id, "t")
+	if out != "first\nlast\n" {
+		t.Fatalf("logs -f of an ended attempt: %q", out)
+	}
+	mustCLI(t, exitNotFound, "logs", "-f", "--addr", url, id, "nope")
+}
+
+// TestLogsFollowDaemonStopping: a stream ended by a shutdown exits 4.
+func TestLogsFollowDaemonStopping(t *testing.T) {
+	a, url := processDaemon(t)
+	gate, open := cliGate(t)
+	defer open()
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "w.yaml",
+		"name: w\ntasks:\n  t: {command: 'echo started; cat "+gate+"'}\n"))
+	out, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "w")
+	id := strings.TrimSpace(out)
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var stderr string
+	go func() {
+		var code int
+		stderr, code = runCLIStreaming(t, pw, "logs", "-f", "--addr", url, id, "t")
+		pw.Close()
+		done <- code
+	}()
+	r := bufio.NewReader(pr)
+	if l, _ := r.ReadString('\n'); l != "started\n" {
+		t.Fatalf("first line %q", l)
+	}
+	a.StopStreams()
+	io.ReadAll(r)
+	if code := <-done; code != exitServer || !strings.Contains(stderr, "is stopping") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+func TestRunsFiltersAndPages(t *testing.T) {
+	defer func(n int) { runsPageSize = n }(runsPageSize)
+	runsPageSize = 2
+	url := cliDaemon(t, failingExec{})
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "etl.yaml", cliEtlYAML))
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "broken.yaml", cliFailingYAML))
+	var ok, failed []string
+	for i := 0; i < 3; i++ {
+		ok = append(ok, cliTriggered(t, url))
+	}
+	for i := 0; i < 2; i++ {
+		out, _ := mustCLI(t, exitFailure, "trigger", "--addr", url, "--wait", "broken")
+		failed = append(failed, strings.SplitN(out, "\n", 2)[0])
+	}
+	countRows := func(out string) int { return strings.Count(out, "\n") - 1 }
+
+	out, _ := mustCLI(t, exitOK, "runs", "--addr", url, "--limit", "0", "-o", "json")
+	var runs []engine.RunView
+	if err := json.Unmarshal([]byte(out), &runs); err != nil || len(runs) != 5 {
+		t.Fatalf("--limit 0 over 3 pages: %v %d runs\n%s", err, len(runs), out)
+	}
+	if runs[0].ID != failed[1] || runs[4].ID != ok[0] {
+		t.Fatalf("not newest first: %s ... %s", runs[0].ID, runs[4].ID)
+	}
+	if out, _ = mustCLI(t, exitOK, "runs", "--addr", url, "--limit", "3"); countRows(out) != 3 {
+		t.Fatalf("--limit 3 over 2 pages:\n%s", out)
+	}
+	out, _ = mustCLI(t, exitOK, "runs", "--addr", url, "--status", "failed")
+	if countRows(out) != 2 || !strings.Contains(out, failed[0]) || strings.Contains(out, ok[0]) {
+		t.Fatalf("--status failed:\n%s", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "runs", "--addr", url, "--since", "1h", "--workflow", "etl"); countRows(out) != 3 {
+		t.Fatalf("--since 1h --workflow etl:\n%s", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "runs", "--addr", url, "--since", "2999-01-01"); countRows(out) != 0 {
+		t.Fatalf("--since 2999-01-01:\n%s", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "runs", "--addr", url, "--since", "2999-01-01", "-o", "json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("no runs as JSON: %q", out)
+	}
+	mustCLI(t, exitUsage, "runs", "--addr", url, "--status", "done")
+	mustCLI(t, exitUsage, "runs", "--addr", url, "--since", "last week")
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-03-01T08:00:00Z":      time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC),
+		"2026-03-01T08:00:00+01:00": time.Date(2026, 3, 1, 7, 0, 0, 0, time.UTC),
+		"2026-03-01":                time.Date(2026, 3, 1, 0, 0, 0, 0, time.Local),
+		"90m":                       now.Add(-90 * time.Minute),
+		"7d":                        now.AddDate(0, 0, -7),
+		"0s":                        now,
+	} {
+		got, err := parseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "yesterday", "-5m", "3w", "2026-13-01", "d"} {
+		if _, err := parseSince(bad, now); err == nil {
+			t.Errorf("parseSince(%q) accepted", bad)
+		}
+	}
+}
+
+func TestToken(t *testing.T) {
+	url := cliDaemon(t, executors.Noop{}, api.WithToken("tok-123"))
+	_, errOut := mustCLI(t, exitFailure, "workflows", "--addr", url)
+	if !strings.Contains(errOut, "unauthorized") || !strings.Contains(errOut, "ORKWAL_TOKEN") {
+		t.Fatalf("without the token: %s", errOut)
+	}
+	mustCLI(t, exitFailure, "workflows", "--addr", url, "--token", "tok-12")
+	mustCLI(t, exitOK, "workflows", "--addr", url, "--token", "tok-123")
+	t.Setenv("ORKWAL_TOKEN", "tok-123")
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "etl.yaml", cliEtlYAML))
+	id := cliTriggered(t, url)
+	mustCLI(t, exitOK, "logs", "-f", "--addr", url, id, "load")
+	mustCLI(t, exitOK, "runs", "--addr", url)
+}
+
+func TestListenExposure(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:7777": true, "127.1.2.3:80": true, "localhost:7777": true, "LOCALHOST:1": true,
+		"[::1]:7777": true, "[fe80::1%lo]:1": false, "0.0.0.0:7777": false, ":7777": false,
+		"[::]:7777": false, "192.168.1.5:7777": false, "example.com:80": false, "nonsense": false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v", addr, got)
+		}
+	}
+	if checkExposure("0.0.0.0:7777", "t", false) != nil || checkExposure("0.0.0.0:7777", "", true) != nil ||
+		checkExposure("127.0.0.1:7777", "", false) != nil {
+		t.Fatal("refused an allowed setup")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	_, errOut := mustCLI(t, exitUsage, "run", "--data", data, "--addr", "0.0.0.0:0")
+	if !strings.Contains(errOut, "refusing to listen on 0.0.0.0:0 without a token") || !strings.Contains(errOut, "--insecure") {
+		t.Fatalf("stderr %q", errOut)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the refused daemon touched its data folder: %v", err)
+	}
+	mustCLI(t, exitUsage, "run", "--data", data, "--token", "has space")
+	mustCLI(t, exitUsage, "run", "--data", data, "--log-level", "loud")
+	t.Setenv("ORKWAL_TOKEN", "bad\ttoken")
+	mustCLI(t, exitUsage, "run", "--data", data)
+}
+
+func TestCompletion(t *testing.T) {
+	out, _ := mustCLI(t, exitOK, "completion", "bash")
+	for _, want := range []string{"complete -o bashdefault -o default -F _orkwal_complete orkwal", "--generate-bash-completion"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bash script lacks %q", want)
+		}
+	}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		cmd := exec.Command(bash, "-n")
+		cmd.Stdin = strings.NewReader(out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("bash -n: %v %s", err, b)
+		}
+	}
+	if out, _ = mustCLI(t, exitOK, "completion", "zsh"); !strings.Contains(out, "compdef _orkwal orkwal") {
+		t.Errorf("zsh script:\n%s", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "completion", "fish"); !strings.Contains(out, "complete -c orkwal") {
+		t.Errorf("fish script:\n%s", out)
+	}
+	mustCLI(t, exitUsage, "completion", "ksh")
+	mustCLI(t, exitUsage, "completion")
+
+	// Names come from the daemon.
+	url := cliApplied(t)
+	id := cliTriggered(t, url)
+	if out, _ = mustCLI(t, exitOK, "trigger", "--addr", url, "--generate-bash-completion"); out != "etl\n" {
+		t.Errorf("trigger completion: %q", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "show", "--addr", url, "--generate-bash-completion"); out != id+"\n" {
+		t.Errorf("show completion: %q", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "logs", "--addr", url, id, "--generate-bash-completion"); out != "extract\nload\n" {
+		t.Errorf("logs completion: %q", out)
+	}
+	// urfave/cli reads os.Args to complete commands and flags.
+	defer func(args []string) { os.Args = args }(os.Args)
+	os.Args = []string{"orkwal", "--generate-bash-completion"}
+	if out, _ = mustCLI(t, exitOK, "--generate-bash-completion"); !strings.Contains(out, "delete\n") || !strings.Contains(out, "completion\n") {
+		t.Errorf("command completion: %q", out)
+	}
+	os.Args = []string{"orkwal", "runs", "--st", "--generate-bash-completion"}
+	if out, _ = mustCLI(t, exitOK, "runs", "--st", "--generate-bash-completion"); out != "--status\n" {
+		t.Errorf("flag completion: %q", out)
+	}
+	// An unreachable daemon completes nothing, quietly.
+	if out, _ = mustCLI(t, exitOK, "trigger", "--addr", "127.0.0.1:1", "--generate-bash-completion"); out != "" {
+		t.Errorf("completion without a daemon: %q", out)
+	}
+}
+
+func TestLiveView(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s int) *time.Time { t := start.Add(time.Duration(s) * time.Second); return &t }
+	idx := func(i int) *int { return &i }
+	run := engine.RunView{ID: "r", Workflow: "fan", Version: 2, Status: "running", StartedAt: at(0), Tasks: []engine.TaskView{
+		{Name: "discover", Task: "discover", Status: "success", Attempt: 1, StartedAt: at(0), FinishedAt: at(2)},
+		{Name: "each", Task: "each", Status: "running", Instances: 3},
+		{Name: "each[0]", Task: "each", Status: "success", Instance: idx(0)},
+		{Name: "each[1]", Task: "each", Status: "running", Instance: idx(1)},
+		{Name: "each[2]", Task: "each", Status: "failed", Instance: idx(2)},
+		{Name: "report", Task: "report", Status: "pending", WaitingOn: []string{"upstream each"}},
+		{Name: "a-task-with-a-rather-long-name-indeed", Task: "x", Status: "failed", Attempt: 2, Error: strings.Repeat("boom ", 20)},
+	}}
+	var out strings.Builder
+	v := newLiveView(&out, termSize{cols: 80, rows: 24})
+	v.now = func() time.Time { return start.Add(5 * time.Second) }
+	v.update(run)
+	first := out.String()
+	if regexp.MustCompile(`\x1b\[\d+A`).MatchString(first) {
+		t.Fatalf("the first drawing moves the cursor up:\n%q", first)
+	}
+	lines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(first, ansiClearDown, ""), "\n"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want a header and 4 tasks (instances summed up):\n%s", len(lines), first)
+	}
+	for i, want := range []string{"» fan@2 running  5s", "✓ discover", "» each", "2/3 done, 1 running, 1 failed",
+		"· report", "waiting on upstream each", "✗ a-task-with-a-rather-long-name-indeed"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("view lacks %q (%d):\n%s", want, i, first)
+		}
+	}
+	for _, l := range lines {
+		if n := len([]rune(strings.TrimPrefix(l, ansiClearLine))); n > 79 {
+			t.Errorf("line of %d runes, wider than the terminal: %q", n, l)
+		}
+	}
+	out.Reset()
+	run.Status, run.FinishedAt = "failed", at(9)
+	v.update(run)
+	if second := out.String(); !strings.HasPrefix(second, "\x1b[5A") || !strings.Contains(second, "✗ fan@2 failed  9s") {
+		t.Fatalf("redraw:\n%q", second)
+	}
+	// More tasks than rows: the rest is counted.
+	out.Reset()
+	small := newLiveView(&out, termSize{cols: 80, rows: 4})
+	small.update(run)
+	if got := out.String(); strings.Count(got, "\n") != 3 || !strings.Contains(got, "… and 3 more tasks") {
+		t.Fatalf("small terminal:\n%s", got)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&strings.Builder{}) {
+		t.Fatal("a file or a buffer is not a terminal")
+	}
+	if s := terminalSize(f); s.cols <= 0 || s.rows <= 0 {
+		t.Fatalf("size %+v", s)
+	}
+}
+
+func TestTriggerIdempotencyKey(t *testing.T) {
+	url := cliApplied(t)
+	first, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "--idempotency-key", "nightly-2026-03-01", "etl")
+	again, errOut := mustCLI(t, exitOK, "trigger", "etl", "--addr", url, "--idempotency-key", "nightly-2026-03-01")
+	if first != again || !strings.Contains(errOut, "created earlier with this idempotency key") {
+		t.Fatalf("first %q, again %q (%s)", first, again, errOut)
+	}
+	other, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "--idempotency-key", "nightly-2026-03-02", "etl")
+	if other == first {
+		t.Fatal("another key gave the same run")
+	}
+	mustCLI(t, exitUsage, "trigger", "--addr", url, "--idempotency-key", strings.Repeat("k", 129), "etl")
+	mustCLI(t, exitUsage, "trigger", "--addr", url, "--idempotency-key", "clé", "etl")
+}
