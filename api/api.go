@@ -110,6 +110,8 @@ func (s *Server) register() {
 	s.handle("GET /workflows/{name}", s.getWorkflow)
 	s.handle("DELETE /workflows/{name}", s.deleteWorkflow)
 	s.handle("POST /workflows/{name}/runs", s.triggerRun)
+	s.handle("POST /workflows/{name}/schedule/pause", s.pauseSchedule)
+	s.handle("POST /workflows/{name}/schedule/resume", s.resumeSchedule)
 	s.handle("GET /runs", s.listRuns)
 	s.handle("GET /runs/{id}", s.getRun)
 	s.handle("POST /runs/{id}/cancel", s.cancelRun)
@@ -172,6 +174,24 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	view, err := s.eng.Workflow(name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request)  { s.setPaused(w, r, true) }
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) { s.setPaused(w, r, false) }
+
+// setPaused pauses or resumes a workflow's schedule and answers with the
+// workflow once that is durable.
+func (s *Server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) {
+	name, ok := s.name(w, r, "name", "workflow")
+	if !ok {
+		return
+	}
+	view, err := s.eng.PauseSchedule(name, paused)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -22,6 +22,7 @@ func TestTokenRequired(t *testing.T) {
 		{"POST", "/workflows/w/runs"}, {"GET", "/runs"}, {"GET", "/runs/" + id}, {"POST", "/runs/" + id + "/cancel"},
 		{"POST", "/runs/" + id + "/retry"}, {"GET", "/runs/" + id + "/tasks"}, {"GET", "/runs/" + id + "/tasks/t/logs"},
 		{"GET", "/metrics"}, {"GET", "/openapi.json"}, {"GET", "/nope"}, {"PUT", "/workflows"},
+		{"POST", "/workflows/w/schedule/pause"}, {"POST", "/workflows/w/schedule/resume"},
 	}
 	if len(endpoints) < len(f.api.Routes()) {
 		t.Fatalf("%d routes, %d in the test: add the new ones", len(f.api.Routes()), len(endpoints))

@@ -285,3 +285,29 @@ func TestOnInterruptFailThroughAPI(t *testing.T) {
 		t.Fatalf("after the interruption: %s %+v", run.Status, run.Tasks[0])
 	}
 }
+
+func TestSchedulePauseResumeThroughAPI(t *testing.T) {
+	f := newFixture(t)
+	f.put("name: nightly\nschedule: \"0 3 * * *\"\ntasks:\n  t: {command: 'true'}\n")
+	f.put("name: plain\ntasks:\n  t: {command: 'true'}\n")
+	code, body := f.do("POST", "/workflows/nightly/schedule/pause", "")
+	var w engine.WorkflowView
+	json.Unmarshal([]byte(body), &w)
+	if code != 200 || w.Schedule == nil || !w.Schedule.Paused || w.Schedule.NextFire != nil {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	if code, _ := f.do("POST", "/workflows/nightly/schedule/pause", ""); code != 200 {
+		t.Fatalf("second pause: %d, want 200 (idempotent)", code)
+	}
+	code, body = f.do("POST", "/workflows/nightly/schedule/resume", "")
+	json.Unmarshal([]byte(body), &w)
+	if code != 200 || w.Schedule.Paused || w.Schedule.NextFire == nil || w.Schedule.Cron != "0 3 * * *" {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	if code, body := f.do("POST", "/workflows/plain/schedule/pause", ""); code != 409 || !strings.Contains(body, "has no schedule") {
+		t.Fatalf("pause without a schedule: %d %s", code, body)
+	}
+	if code, _ := f.do("POST", "/workflows/nope/schedule/resume", ""); code != 404 {
+		t.Fatalf("unknown workflow: %d", code)
+	}
+}

@@ -368,3 +368,22 @@ tasks:
 		t.Fatalf("show after cancel:\n%s", out)
 	}
 }
+
+func TestSchedulePauseResume(t *testing.T) {
+	url := cliDaemon(t, executors.Noop{})
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "n.yaml", "name: nightly\nschedule: \"0 3 * * *\"\ntasks:\n  t: {executor: noop}\n"))
+	out, _ := mustCLI(t, exitOK, "workflows", "--addr", url)
+	if !strings.Contains(out, "0 3 * * *") || !strings.Contains(out, "NEXT FIRE") {
+		t.Fatalf("workflows:\n%s", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "schedule", "pause", "--addr", url, "nightly"); !strings.Contains(out, "paused") {
+		t.Fatalf("pause: %q", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "workflows", "--addr", url); !strings.Contains(out, "paused") {
+		t.Fatalf("workflows after pause:\n%s", out)
+	}
+	if out, _ = mustCLI(t, exitOK, "schedule", "resume", "--addr", url, "nightly"); !strings.Contains(out, "running, next fire") {
+		t.Fatalf("resume: %q", out)
+	}
+	mustCLI(t, exitNotFound, "schedule", "pause", "--addr", url, "nope")
+}

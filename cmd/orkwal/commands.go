@@ -29,6 +29,7 @@ func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
 		showCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(),
+		scheduleCommand(),
 		completionCommand(),
 	}
 }

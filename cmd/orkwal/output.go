@@ -95,9 +95,16 @@ func writeRuns(w io.Writer, runs []engine.RunView) error {
 }
 
 func writeWorkflows(w io.Writer, wfs []engine.WorkflowView) error {
-	t := newTable(w, "NAME", "VERSION", "TASKS", "UPDATED")
+	t := newTable(w, "NAME", "VERSION", "TASKS", "UPDATED", "SCHEDULE", "NEXT FIRE", "LAST FIRE")
 	for _, wf := range wfs {
-		t.row(wf.Name, strconv.Itoa(wf.Version), strconv.Itoa(len(wf.Tasks)), stamp(&wf.UpdatedAt))
+		sched, next, last := "-", "-", "-"
+		if sc := wf.Schedule; sc != nil {
+			sched, next, last = sc.Cron, stamp(sc.NextFire), stamp(sc.LastFire)
+			if sc.Paused {
+				next = "paused"
+			}
+		}
+		t.row(wf.Name, strconv.Itoa(wf.Version), strconv.Itoa(len(wf.Tasks)), stamp(&wf.UpdatedAt), sched, next, last)
 	}
 	return t.flush()
 }

@@ -37,6 +37,10 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks"},
+			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
+			&cli.DurationFlag{Name: "retention", Value: 7 * 24 * time.Hour, Usage: "drop finished runs older than this (at snapshot time)"},
+			&cli.IntFlag{Name: "keep-runs", Value: 1000, Usage: "keep at most this many finished runs per workflow"},
+			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
 		}, daemonFlags()...),
 		Action: runDaemon,
 	}
@@ -76,8 +80,12 @@ func runDaemon(c *cli.Context) error {
 	if c.Int("max-concurrent") < 1 {
 		return exitf(exitUsage, "--max-concurrent must be at least 1")
 	}
+	if err := checkLimits(c); err != nil {
+		return err
+	}
 	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), MaxConcurrent: c.Int("max-concurrent"),
-		Logger: logger, KillGrace: c.Duration("kill-grace")})
+		Logger: logger, KillGrace: c.Duration("kill-grace"), CompactBytes: c.Int64("compact-bytes"),
+		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes")})
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
@@ -86,8 +94,12 @@ func runDaemon(c *cli.Context) error {
 		eng.Close()
 		return exitf(exitFailure, "listen: %v", err)
 	}
-	// Tasks may call this daemon back (the http executor's ${env:ORKWAL_ADDR}).
+	// Tasks may call this daemon back (the http executor's ${env:ORKWAL_ADDR},
+	// with ${env:ORKWAL_TOKEN} when there is a token).
 	os.Setenv("ORKWAL_ADDR", ln.Addr().String())
+	if token != "" {
+		os.Setenv("ORKWAL_TOKEN", token)
+	}
 	eng.Start()
 	if err := applyWorkflows(eng, specs, logger); err != nil {
 		eng.Close()
@@ -186,6 +198,21 @@ func applyWorkflows(eng *engine.Engine, specs []loadedWorkflow, logger *slog.Log
 		if changed {
 			logger.Info("workflow recorded", "name", view.Name, "version", view.Version, "file", w.file)
 		}
+	}
+	return nil
+}
+
+// checkLimits rejects compaction and log settings that cannot work.
+func checkLimits(c *cli.Context) error {
+	switch {
+	case c.Int64("compact-bytes") < 1<<20:
+		return exitf(exitUsage, "--compact-bytes must be at least 1 MiB (1048576)")
+	case c.Duration("retention") < time.Minute:
+		return exitf(exitUsage, "--retention must be at least 1m")
+	case c.Int("keep-runs") < 1:
+		return exitf(exitUsage, "--keep-runs must be at least 1")
+	case c.Int64("max-log-bytes") < 1024:
+		return exitf(exitUsage, "--max-log-bytes must be at least 1024")
 	}
 	return nil
 }
