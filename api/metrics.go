@@ -15,21 +15,15 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/wal"
 )
 
 // GET /metrics: the Prometheus text exposition format (version 0.0.4),
 // written by hand.
 //
-// TODO(engine): metrics that need counters or hooks in the engine, WAL or
-// executors (they are not exported until those exist):
-//   - orkwal_dispatch_latency_seconds (histogram): a task ready → dispatched.
-//   - orkwal_task_duration_seconds{status} (histogram): attempt started → ended.
-//   - orkwal_wal_append_seconds, orkwal_wal_fsync_seconds (histograms).
-//   - orkwal_wal_bytes, orkwal_snapshot_bytes (gauges); orkwal_wal_records_total.
-//   - orkwal_compactions_total, orkwal_recoveries_total (counters; recoveries:
-//     in-process WAL reopenings after a disk-full failure).
-//   - orkwal_engine_turns_total (the engine counts turns but does not export them),
-//     orkwal_tasks_in_flight and orkwal_tasks_ready (the gate's queue).
+// The engine's and the WAL's own metrics (dispatch latency, task
+// durations, WAL write and fsync latency, WAL and snapshot bytes,
+// compactions, recoveries) come from engine.Stats.
 
 // durationBuckets are the upper bounds of the request duration histogram.
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
@@ -163,6 +157,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	sample(w, "orkwal_log_followers_max", "", float64(s.maxFollowers))
 	family(w, "go_goroutines", "gauge", "Goroutines of the daemon.")
 	sample(w, "go_goroutines", "", float64(runtime.NumGoroutine()))
+	writeEngineMetrics(w, s.eng.Stats())
 
 	m := s.metrics
 	m.mu.Lock()
@@ -244,4 +239,44 @@ func formatFloat(v float64) string {
 		return "NaN"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// writeEngineMetrics exports the engine's and the WAL's own metrics.
+func writeEngineMetrics(w io.Writer, st engine.Stats) {
+	writeHistogram(w, "orkwal_dispatch_latency_seconds", "From a task being due (dependencies done, not_before passed) to its dispatch.", st.DispatchLatency)
+	writeHistogram(w, "orkwal_task_duration_seconds", "Task attempts, from dispatch to their end.", st.TaskDuration)
+	writeHistogram(w, "orkwal_wal_write_seconds", "Handing a WAL frame to the file.", st.WALWrite)
+	writeHistogram(w, "orkwal_wal_fsync_seconds", "fsync of a WAL segment (one per commit).", st.WALSync)
+	gauges := []struct {
+		name, typ, help string
+		v               float64
+	}{
+		{"orkwal_wal_bytes", "gauge", "Bytes of the WAL's segment files.", float64(st.WALBytes)},
+		{"orkwal_snapshot_bytes", "gauge", "Bytes of the newest snapshot.", float64(st.SnapshotBytes)},
+		{"orkwal_snapshot_index", "gauge", "WAL index of the newest snapshot.", float64(st.SnapshotIndex)},
+		{"orkwal_engine_turns_total", "counter", "Turns of the engine loop (each commits at most one WAL frame).", float64(st.Turns)},
+		{"orkwal_compactions_total", "counter", "Snapshots written (and the log truncated) since boot.", float64(st.Compactions)},
+		{"orkwal_disk_full_recoveries_total", "counter", "In-process recoveries of the WAL after a full disk.", float64(st.DiskRecoveries)},
+		{"orkwal_boot_torn_tail_bytes", "gauge", "Bytes of torn WAL tail cut at boot (the trace of a crash during a write).", float64(st.BootCutBytes)},
+		{"orkwal_tasks_in_flight", "gauge", "Task attempts dispatched or running.", float64(st.TasksInFlight)},
+		{"orkwal_tasks_ready", "gauge", "Pending tasks whose dependencies are done.", float64(st.TasksReady)},
+	}
+	for _, g := range gauges {
+		family(w, g.name, g.typ, g.help)
+		sample(w, g.name, "", g.v)
+	}
+}
+
+func writeHistogram(w io.Writer, name, help string, h *wal.Histogram) {
+	family(w, name, "histogram", help)
+	cum, sum, count := h.Snapshot()
+	for i, c := range cum {
+		le := "+Inf"
+		if i < len(wal.LatencyBuckets) {
+			le = formatFloat(wal.LatencyBuckets[i])
+		}
+		sample(w, name+"_bucket", labels("le", le), float64(c))
+	}
+	sample(w, name+"_sum", "", sum)
+	sample(w, name+"_count", "", float64(count))
 }

@@ -202,3 +202,27 @@ func TestAccessLogAtDebug(t *testing.T) {
 		t.Fatalf("access log at info: %s", quietBuf.String())
 	}
 }
+
+// TestEngineMetrics: after a run, /metrics carries the engine's histograms
+// and gauges with values that moved.
+func TestEngineMetrics(t *testing.T) {
+	f := newFixture(t)
+	f.put(dag)
+	f.waitRun(f.trigger("dag"))
+	_, body := f.do("GET", "/metrics", "")
+	for _, want := range []string{
+		"orkwal_dispatch_latency_seconds_count 3",
+		"orkwal_task_duration_seconds_count 3",
+		"# TYPE orkwal_wal_fsync_seconds histogram",
+		`orkwal_wal_fsync_seconds_bucket{le="+Inf"}`,
+		"orkwal_compactions_total 0",
+		"orkwal_tasks_in_flight 0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(body, "orkwal_wal_bytes 0\n") {
+		t.Error("orkwal_wal_bytes is 0 after writes")
+	}
+}

@@ -58,6 +58,9 @@ type Engine struct {
 	compactions atomic.Int64
 	compactDone chan *compactResult // reports of a compaction that outlived the loop
 
+	metrics metrics
+	bootCut int64 // torn-tail bytes cut when the WAL was opened
+
 	// Loop-owned: in-process recovery after a disk-full failure.
 	recoverTimer <-chan time.Time
 	recoverWait  time.Duration
@@ -114,6 +117,7 @@ func (e *Engine) recover() error {
 		return fmt.Errorf("engine: open wal: %w", err)
 	}
 	e.wal = l
+	e.bootCut = l.CutBytes()
 	st, from, err := e.loadSnapshot()
 	if err != nil {
 		l.Close()

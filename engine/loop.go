@@ -229,6 +229,7 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	out.recs = append(out.recs, rec)
 	out.progress = true
 	if ev.Kind == executors.Finished {
+		e.observeFinish(a, now)
 		delete(e.attempts, ev.TaskID)
 		e.inflight--
 		out.scratch = append(out.scratch, a.scratch)
@@ -288,6 +289,7 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		}
 		out.recs = append(out.recs, rec)
 		out.progress = true
+		e.observeDispatch(t, now)
 		s := e.prepare(t, now)
 		out.starts = append(out.starts, s)
 		e.attempts[s.job.TaskID] = s.att

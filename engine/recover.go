@@ -96,6 +96,7 @@ func (e *Engine) tryRecover() {
 	}
 	e.poison.Store(nil)
 	e.recoverWait = 0
+	e.metrics.diskRecoveries++
 	e.log.Info("WAL recovered: accepting work again", "last_index", l.LastIndex(), "requeued", len(recs))
 	e.notify()
 }

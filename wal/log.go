@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	tidwall "github.com/tidwall/wal"
 )
@@ -69,6 +70,11 @@ type Log struct {
 	poison   error  // first write/fsync failure; sticky
 	closed   bool
 	buf      []byte // reused frame buffer
+
+	// Metrics, safe to read at any time.
+	WriteLatency Histogram // handing a frame to the file
+	SyncLatency  Histogram // fsync of the segment
+	cutBytes     int64     // torn-tail bytes cut by Open
 }
 
 type request struct {
@@ -89,7 +95,8 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := syncDir(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
-	if _, err := repairTail(dir, opts.Logger); err != nil {
+	cut, err := repairTail(dir, opts.Logger)
+	if err != nil {
 		return nil, err
 	}
 	tw, err := tidwall.Open(dir, &tidwall.Options{
@@ -101,7 +108,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: opts, tw: tw}
+	l := &Log{dir: dir, opts: opts, tw: tw, cutBytes: cut}
 	if err := l.loadTail(); err != nil {
 		tw.Close()
 		return nil, err
@@ -134,6 +141,9 @@ func (l *Log) loadTail() error {
 	l.tailSize = int(fi.Size())
 	return nil
 }
+
+// CutBytes is how many torn-tail bytes Open cut.
+func (l *Log) CutBytes() int64 { return l.cutBytes }
 
 // Dir is the log's folder.
 func (l *Log) Dir() string { return l.dir }
@@ -210,16 +220,20 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	index := l.last + 1
 	l.buf = appendFrame(l.buf[:0], index, records)
 	created := l.predictCycle(len(l.buf))
+	start := time.Now()
 	err := l.tw.Write(index, l.buf)
 	if err == nil {
 		err = l.fault(OpWrite, index)
 	}
+	l.WriteLatency.Observe(time.Since(start))
 	if err != nil {
 		return 0, l.fail(fmt.Errorf("write index %d: %w", index, err))
 	}
+	start = time.Now()
 	if err := l.sync(OpSync, index, l.tw.Sync); err != nil {
 		return 0, l.fail(fmt.Errorf("%w: index %d: %w", ErrSync, index, err))
 	}
+	l.SyncLatency.Observe(time.Since(start))
 	if created {
 		if err := l.sync(OpDirSync, index, func() error { return syncDir(l.dir) }); err != nil {
 			return 0, l.fail(fmt.Errorf("%w: folder after index %d: %w", ErrSync, index, err))

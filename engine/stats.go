@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"os"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// Stats are the engine's metrics (GET /metrics exports them).
+type Stats struct {
+	DispatchLatency *wal.Histogram // from a task being due to its dispatch
+	TaskDuration    *wal.Histogram // from an attempt's start to its end
+	WALWrite        *wal.Histogram
+	WALSync         *wal.Histogram
+	WALBytes        int64
+	SnapshotBytes   int64
+	SnapshotIndex   uint64
+	Turns           int64
+	Compactions     int64
+	DiskRecoveries  int64 // in-process recoveries after a full disk
+	BootCutBytes    int64 // torn-tail bytes cut at boot
+	TasksInFlight   int
+	TasksReady      int
+}
+
+// metrics are the engine's own counters; atomics and histograms are safe to
+// read from any goroutine.
+type metrics struct {
+	dispatch       wal.Histogram
+	duration       wal.Histogram
+	diskRecoveries int64 // under e.mu
+}
+
+// Stats returns the current metrics.
+func (e *Engine) Stats() Stats {
+	e.mu.RLock()
+	st := Stats{DispatchLatency: &e.metrics.dispatch, TaskDuration: &e.metrics.duration,
+		WALWrite: &e.wal.WriteLatency, WALSync: &e.wal.SyncLatency, Turns: e.turns.Load(),
+		Compactions: e.compactions.Load(), DiskRecoveries: e.metrics.diskRecoveries,
+		BootCutBytes: e.bootCut, TasksInFlight: e.inflight, TasksReady: e.state.ReadyCount()}
+	dataDir := e.cfg.DataDir
+	e.mu.RUnlock()
+	st.WALBytes, _ = e.wal.Size()
+	if idxs, _ := snapshotIndexes(dataDir); len(idxs) > 0 {
+		st.SnapshotIndex = idxs[0]
+		if fi, err := os.Stat(snapshotPath(dataDir, idxs[0])); err == nil {
+			st.SnapshotBytes = fi.Size()
+		}
+	}
+	return st
+}
+
+// observeDispatch records how long a task waited from being due (its
+// dependencies done, its not_before passed, its run created) to its
+// dispatch at now. Under the write lock.
+func (e *Engine) observeDispatch(t *replay.Task, now int64) {
+	due := max(t.Run.CreatedAt, t.NotBefore)
+	base := t
+	if t.Parent >= 0 {
+		base = t.Run.Tasks[t.Parent]
+	}
+	for _, d := range base.Deps {
+		due = max(due, t.Run.Tasks[d].FinishedAt)
+	}
+	if now >= due {
+		e.metrics.dispatch.Observe(time.Duration(now - due))
+	}
+}
+
+// observeFinish records an attempt's duration.
+func (e *Engine) observeFinish(a *attempt, now int64) {
+	if a.dispatchedAt > 0 && now >= a.dispatchedAt {
+		e.metrics.duration.Observe(time.Duration(now - a.dispatchedAt))
+	}
+}
