@@ -4,7 +4,7 @@ BIN     ?= bin/orkwal
 DATA    ?= orkwal-data
 FUZZTIME ?= 30s
 
-.PHONY: help build run test fuzz verify clean
+.PHONY: help build run test fuzz verify bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -28,5 +28,12 @@ verify: ## gofmt, go vet and a tidy go.mod
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
+bench: ## run the wal benchmarks (~3 min) and rewrite docs/benchmarks.md
+	GO=$(GO) scripts/bench.sh
+
 clean: ## remove build output
 	rm -rf bin
+
+.PHONY: torture
+torture: ## crash-recovery torture, ~17 min: 100,000 simulated power cuts, 1,000 kill -9s
+	GO=$(GO) scripts/torture.sh

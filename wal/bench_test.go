@@ -2,10 +2,10 @@ package wal_test
 
 // Benchmarks for the write-ahead log (issue "A WAL you can trust", items 4
 // and 9). They are meant to be read as ratios against the baselines measured
-// in the same run (BenchmarkRawFsync, BenchmarkReplay/read and the raw-*
-// metrics of BenchmarkSegmentSize): the disk is shared and noisy, so
-// absolute numbers move from run to run. scripts/bench.sh runs them and writes
-// docs/benchmarks.md.
+// in the same run (BenchmarkRawFsync, BenchmarkReplay/read, the raw-*
+// metrics of BenchmarkSegmentSize and BenchmarkSegmentSizeConcurrent/4MiB):
+// the disk is shared and noisy, so absolute numbers move from run to run.
+// scripts/bench.sh runs them and writes docs/benchmarks.md.
 //
 // Metrics: records/s counts durable records (Append returned nil); latencies
 // are per Append call, in µs; records/frame and frames/fsync come from the
@@ -18,7 +18,6 @@ package wal_test
 // p99.9 without them.
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,7 +26,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,15 +270,18 @@ func benchAppend(b *testing.B, appenders, segmentSize int) {
 }
 
 // goid is the current goroutine's id, from the first line of its stack
-// trace ("goroutine 123 [running]:"). Tests only.
+// trace ("goroutine 123 [running]:"), without allocating. Tests only.
 func goid() uint64 {
 	var buf [64]byte
-	n := runtime.Stack(buf[:], false)
-	f := bytes.Fields(buf[:n])
-	if len(f) < 2 {
-		return 0
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = b[min(len(b), len("goroutine ")):]
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
 	}
-	id, _ := strconv.ParseUint(string(f[1]), 10, 64)
 	return id
 }
 

@@ -52,8 +52,8 @@ const bigGrowth = 256 << 10
 // measured appends: a stream shorter than a segment then still holds the
 // last and largest growth of the tail buffer (its capacity grows about 1.25x
 // at a time, so the last growth happens between about 0.78*S and S) and, if
-// it is long enough, the switch to the next segment. Streams of 2 segments
-// or more are not prefilled.
+// it is long enough, the switch to the next segment. Streams longer than
+// about 1.1 segments are not prefilled.
 func BenchmarkSegmentSize(b *testing.B) {
 	for _, s := range []struct {
 		name string
@@ -95,13 +95,17 @@ func benchSegmentSize(b *testing.B, size int) {
 	raw := createRaw(b)
 	defer raw.Close()
 
+	rec := record(1)
 	var frames []int // length of every frame appended: the prefill, then b.N
 	if b.N >= 1000 {
-		frames = prefill(b, l, min(size-b.N*145*9/10, size*3/4))
+		// Bytes of the measured appends (indexes from 2^14 to 2^21 take 3
+		// bytes as uvarints).
+		frame := frameBytes(1<<20, [][]byte{rec})
+		stream := b.N * (uvarintLen(uint64(frame)) + frame)
+		frames = prefill(b, l, min(size-stream*9/10, size*3/4))
 	}
 	first := len(frames)
 	runtime.GC()
-	rec := record(1)
 	lat := make([]time.Duration, 0, b.N)
 	pre := make([]time.Duration, 0, b.N) // time before the fsync
 	switched := make([]bool, 0, b.N)
