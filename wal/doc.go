@@ -46,6 +46,8 @@
 //     reported as a *CorruptError with the segment, offset, index and reason,
 //     and never skipped.
 //
-// Concurrent Append calls are group-committed: whoever finds no commit in
-// progress writes every waiting batch as one frame with one fsync.
+// Concurrent Append calls are group-committed: a committer goroutine takes
+// every waiting batch, writes them as one frame with one fsync, and wakes
+// their callers. An idle log commits at once: nothing waits for a batch to
+// fill.
 package wal

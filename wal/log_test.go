@@ -383,7 +383,7 @@ func TestGroupCommitBatchesWaitingAppenders(t *testing.T) {
 	go func() { idx, _ := l.Append([][]byte{rec(0)}); first <- idx }()
 	const waiting = 10
 	results := make(chan uint64, waiting)
-	for !l.committing() {
+	for !l.inCommit() {
 		runtime.Gosched()
 	}
 	for i := 1; i <= waiting; i++ {
