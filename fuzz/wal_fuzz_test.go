@@ -54,6 +54,9 @@ func FuzzSegment(f *testing.F) {
 	f.Add(append(append([]byte(nil), good[:10]...), good[20:]...))
 	f.Add([]byte{})
 	f.Add([]byte{0x7f, 1, 1, 1})
+	if golden, err := os.ReadFile(filepath.Join(goldenDir, "00000000000000000001")); err == nil {
+		f.Add(golden) // every record kind, as written by this version
+	}
 	f.Fuzz(func(t *testing.T, seg []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "00000000000000000001"), seg, 0o644); err != nil {
