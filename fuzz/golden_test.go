@@ -3,7 +3,6 @@ package fuzz
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
