@@ -172,10 +172,10 @@ func (l *Log) FirstIndex() (uint64, error) {
 
 // Append makes records durable as part of one frame and returns the frame's
 // index. It returns only after the frame is fsynced; a nil error means
-// durable. Concurrent calls share frames and fsyncs (group commit): one
-// committer goroutine takes everything queued, writes it as one frame,
-// fsyncs once and wakes those callers, so no caller ever waits on commits
-// of others' records beyond the one its own records ride in.
+// durable. Concurrent calls share frames and fsyncs (group commit): a call
+// that finds no commit in progress commits everything queued, once, itself
+// (no handoff on an idle log); what arrives meanwhile is committed by the
+// committer goroutine. No caller commits more than one frame.
 func (l *Log) Append(records [][]byte) (uint64, error) {
 	if len(records) == 0 {
 		return 0, errors.New("wal: append of no records")
@@ -187,35 +187,57 @@ func (l *Log) Append(records [][]byte) (uint64, error) {
 		return 0, ErrClosed
 	}
 	l.queue = append(l.queue, req)
-	l.qmu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
+	if l.committing {
+		l.qmu.Unlock()
+		<-req.done
+		return req.index, req.err
 	}
-	<-req.done
+	l.commitQueued() // unlocks qmu
 	return req.index, req.err
 }
 
-// committer commits queued appends until Close, then what is left.
+// commitQueued commits the whole queue as one frame. Called with qmu held
+// and no commit in progress; returns with qmu released, after waking the
+// committer if more is queued (or Close waits).
+func (l *Log) commitQueued() {
+	batch := l.queue
+	l.queue, l.committing = nil, true
+	l.qmu.Unlock()
+	l.commit(batch)
+	l.qmu.Lock()
+	l.committing = false
+	wake := len(l.queue) > 0 || l.closing
+	l.qmu.Unlock()
+	if wake {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// committer commits what queues up while a commit is in progress, until
+// Close.
 func (l *Log) committer() {
 	defer close(l.stopped)
 	for {
-		l.qmu.Lock()
-		batch := l.queue
-		l.queue, l.committing = nil, len(batch) > 0
-		closing := l.closing
-		l.qmu.Unlock()
-		if len(batch) > 0 {
-			l.commit(batch)
-			l.qmu.Lock()
-			l.committing = false
-			l.qmu.Unlock()
-			continue
-		}
-		if closing {
-			return
-		}
 		<-l.kick
+		for {
+			l.qmu.Lock()
+			switch {
+			case l.committing:
+				l.qmu.Unlock() // its committer wakes us when done
+			case len(l.queue) > 0:
+				l.commitQueued()
+				continue
+			case l.closing:
+				l.qmu.Unlock()
+				return
+			default:
+				l.qmu.Unlock()
+			}
+			break
+		}
 	}
 }
 
