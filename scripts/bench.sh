@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Runs the wal benchmarks and regenerates docs/benchmarks.md from their
-# output (scripts/benchdoc). About 2 minutes when the disk is quiet (the
-# appends are fsync-bound: a busy disk makes it longer); the raw output is
-# kept in bin/bench.txt.
+# Runs the wal benchmarks and issue 10's engine, API and daemon benchmarks,
+# and regenerates docs/benchmarks.md from their output (scripts/benchdoc).
+# About 7 minutes when the disk is quiet (the wal appends are fsync-bound: a
+# busy disk makes it longer; the first cross builds of BenchmarkBinarySize
+# add a few minutes on a cold build cache); the raw output is kept in
+# bin/bench.txt.
 #
 #   ROUNDS        rounds of BenchmarkRawFsync, BenchmarkAppend and
 #                 BenchmarkSegmentSizeConcurrent (3)
 #   APPEND_TIME   -benchtime of each of them per round (1s)
 #   REPLAY_TIME   -benchtime of BenchmarkReplay's two cases (1s)
 #   STALL_APPENDS appends per BenchmarkSegmentSize case (40000)
+#   ENGINE_TIME   -benchtime of the engine, API and Dagu benchmarks (1x)
+#   RECOVERY_TIME -benchtime of BenchmarkRecovery (3x)
+#   IDLE_SECONDS  idle time of BenchmarkIdleCPU (60)
+#   SLEEP_SECONDS length of BenchmarkDaemonRSS's sleep tasks (120)
+#   ONLY          "wal" or "engine": run only that part (the page then shows
+#                 the other part as not measured)
 #   OUT           the page to write (docs/benchmarks.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,17 +26,25 @@ ROUNDS=${ROUNDS:-3}
 APPEND_TIME=${APPEND_TIME:-1s}
 REPLAY_TIME=${REPLAY_TIME:-1s}
 STALL_APPENDS=${STALL_APPENDS:-40000}
+ENGINE_TIME=${ENGINE_TIME:-1x}
+RECOVERY_TIME=${RECOVERY_TIME:-3x}
+export IDLE_SECONDS=${IDLE_SECONDS:-60}
+export SLEEP_SECONDS=${SLEEP_SECONDS:-120}
+ONLY=${ONLY:-}
 OUT=${OUT:-docs/benchmarks.md}
 TMP=${TMPDIR:-/tmp}
 
 mkdir -p bin
 raw=bin/bench.txt
 : >"$raw"
-bench() { # bench <label> <go test args...>
-	local label=$1
-	shift
-	echo "# $label: go test -count=1 -run '^\$' $*" | tee -a "$raw"
-	"$GO" test -count=1 -run '^$' "$@" ./wal/ 2>&1 | tee -a "$raw"
+bench() { # bench <label> <go test args...> (the wal package)
+	pkgbench "$1" ./wal/ "${@:2}"
+}
+pkgbench() { # pkgbench <label> <package> <go test args...>
+	local label=$1 pkg=$2
+	shift 2
+	echo "# $label: go test -count=1 -run '^\$' $* $pkg" | tee -a "$raw"
+	"$GO" test -count=1 -timeout 30m -run '^$' "$@" "$pkg" 2>&1 | tee -a "$raw"
 }
 
 # The commit the benchmarks are built from (taken before they start).
@@ -41,11 +57,21 @@ fi
 date=$(date -u '+%Y-%m-%d %H:%M:%S')
 start=$(date +%s)
 # The baseline runs right before the cases it is compared with, in every round.
-for r in $(seq 1 "$ROUNDS"); do
-	bench "round $r of $ROUNDS" -bench '^(BenchmarkRawFsync|BenchmarkAppend|BenchmarkSegmentSizeConcurrent)$' -benchtime="$APPEND_TIME"
-done
-bench replay -bench '^BenchmarkReplay$' -benchtime="$REPLAY_TIME"
-bench "segment size" -bench '^BenchmarkSegmentSize$' -benchtime="${STALL_APPENDS}x"
+if [ "$ONLY" != engine ]; then
+	for r in $(seq 1 "$ROUNDS"); do
+		bench "round $r of $ROUNDS" -bench '^(BenchmarkRawFsync|BenchmarkAppend|BenchmarkSegmentSizeConcurrent)$' -benchtime="$APPEND_TIME"
+	done
+	bench replay -bench '^BenchmarkReplay$' -benchtime="$REPLAY_TIME"
+	bench "segment size" -bench '^BenchmarkSegmentSize$' -benchtime="${STALL_APPENDS}x"
+fi
+if [ "$ONLY" != wal ]; then
+	# Issue 10: engine throughput, process executor, latency, recovery.
+	pkgbench engine ./engine/ -bench '^(BenchmarkFanOut20k|BenchmarkProcessVsBare|BenchmarkLatency50)$' -benchtime="$ENGINE_TIME"
+	pkgbench recovery ./engine/ -bench '^BenchmarkRecovery$' -benchtime="$RECOVERY_TIME"
+	pkgbench "api runs" ./api/ -bench '^BenchmarkRunsToCompletion$' -benchtime="$ENGINE_TIME"
+	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
+	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkDagu|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
+fi
 elapsed=$(($(date +%s) - start))
 echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
 
@@ -59,5 +85,5 @@ echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
 	-kernel "$(uname -srm)" \
 	-tmp "$TMP" \
 	-fs "$(df -T "$TMP" | awk 'NR == 2 {print $2 " on " $1 ", mounted at " $7}')" \
-	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; ${elapsed}s in all"
+	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME, Recovery at -benchtime=$RECOVERY_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
 echo "wrote $OUT"
