@@ -28,7 +28,7 @@ verify: ## gofmt, go vet and a tidy go.mod
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-bench: ## run the benchmarks and write docs/benchmarks.md (~5-7 min) and rewrite docs/benchmarks.md
+bench: ## run the benchmarks and write docs/benchmarks.md (~5-7 min)
 	GO=$(GO) scripts/bench.sh
 
 clean: ## remove build output
