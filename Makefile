@@ -22,6 +22,8 @@ fuzz: ## run each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./replay/workflow/
 	for t in FuzzSegment FuzzRecordDecode FuzzApply; do \
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fuzz/ || exit 1; done
+	for t in FuzzTriggerBody FuzzWorkflowBody FuzzRequestTarget; do \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./api/ || exit 1; done
 
 verify: ## gofmt, go vet and a tidy go.mod
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
