@@ -53,7 +53,7 @@ orkwal torture summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(($(date +
   lost               $(($(get powerloss lost) + $(get kill9 lost)))
   re-executions      kill -9: $(get kill9 reexecutions) ledger lines beyond one per task; power loss: $(get powerloss reexecutions) attempts interrupted and run again
   crash-loop fails   $(get kill9 crash_loops) runs (a task in flight at 3 kills in a row fails by design)
-  longest recovery   $(get kill9 max_recovery_ms) ms from restart to a healthy /healthz (median $(get kill9 median_recovery_ms) ms)
+  longest recovery   $(get kill9 max_recovery_ms) ms from restart to a healthy /healthz (median $(get kill9 median_recovery_ms) ms; the final log: $(get kill9 records) records, $(get kill9 log_bytes) bytes, replayed whole at each boot)
   lock after kill    $(get kill9 lock_waits) kills left the LOCK held for a moment by a fork child of the dead daemon
   power-loss images  $(get powerloss unacked_survived) kept an unacknowledged frame, $(get powerloss torn_cut) ended in a partial or torn frame, $(get powerloss segments_lost) lost a new segment file
 EOF

@@ -1,0 +1,409 @@
+package fuzz
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// The power-loss disk model.
+//
+// The WAL owns every fsync, and engine.Config.WALFault sees each of them: the
+// hook runs at OpWrite (the frame is in the page cache), at OpSync (in place
+// of the segment's fsync) and at OpDirSync (in place of the folder's fsync
+// after a segment file was created). diskModel follows them to know, at any
+// I/O point, what a power cut would keep:
+//
+//   - at OpSync the newest segment file (the one tidwall's Sync flushes) is
+//     durable up to its current size;
+//   - at OpDirSync the list of segment files is durable;
+//   - a segment that is no longer the newest was fsynced by tidwall/wal
+//     itself when it cycled to the next one (tidwall's cycle() calls Sync on
+//     the old file before it creates the new one): it is durable whole;
+//   - before an engine.Open, the folder as it stands is durable (it is what
+//     survived the previous crash, or nothing), except the torn tail that
+//     wal.Open cuts (with fsyncs) and the first segment it creates in an
+//     empty folder (folder fsynced): both are modelled as their result.
+//
+// At the crash step the hook returns errCrash (so nothing more is written:
+// the log is poisoned) after building the post-crash image of the folder in
+// another directory: each segment's durable prefix, plus, chosen by the
+// seed, none, all, or a part of its unsynced suffix, possibly with a torn
+// last chunk of zeros or garbage; segment files whose creation was not yet
+// made durable by a folder fsync are kept or lost (as a prefix in creation
+// order: a journaling file system commits creations in order).
+
+var errCrash = errors.New("power cut (simulated)")
+
+// diskModel tracks what is durable in one engine's wal folder.
+type diskModel struct {
+	mu       sync.Mutex
+	dataDir  string
+	walDir   string
+	durSize  map[string]int64 // segment name → durable bytes
+	durName  map[string]bool  // segment names durable in the folder
+	steps    int              // hook calls so far
+	crashAt  int              // crash at this step (0: never, crash() is called instead)
+	crashed  bool
+	crashErr error         // a harness failure found while crashing
+	crashCh  chan struct{} // closed at the crash
+	rng      *rand.Rand    // for the image; used only under mu
+	image    string        // where the post-crash data folder goes
+	res      crashResult
+}
+
+// crashResult describes the crash and its image.
+type crashResult struct {
+	op           wal.Op
+	index        uint64     // frame whose I/O was cut; 0 for an idle crash
+	step         int        // hook calls before the crash (the cut one included)
+	written      [][][]byte // every frame written before the cut (payloads), index 1 first
+	committed    uint64     // frames whose Append returned nil: all before index
+	modes        []string   // what the image kept of each unsynced part, for the failure report
+	torn         int        // segments whose image ends in a partial or torn frame
+	segmentsLost int        // new segment files the image lost
+}
+
+// newDiskModel snapshots the durable baseline of dataDir before engine.Open.
+func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand) (*diskModel, error) {
+	m := &diskModel{dataDir: dataDir, walDir: filepath.Join(dataDir, "wal"), durSize: map[string]int64{},
+		durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image}
+	segs, err := listSegs(m.walDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if len(segs) == 0 {
+		first := segName(1) // wal.Open creates it empty and fsyncs the folder
+		m.durName[first], m.durSize[first] = true, 0
+	}
+	for i, s := range segs {
+		m.durName[s.name] = true
+		m.durSize[s.name] = s.size
+		if i == len(segs)-1 {
+			data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
+			if err != nil {
+				return nil, err
+			}
+			m.durSize[s.name] = validPrefix(data, s.first) // the torn tail wal.Open cuts
+		}
+	}
+	return m, nil
+}
+
+// fault is the engine's WALFault.
+func (m *diskModel) fault(op wal.Op, index uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return errCrash
+	}
+	m.steps++
+	segs, err := m.scan()
+	if err != nil {
+		m.crashErr = err
+		m.crashLocked(op, index)
+		return errCrash
+	}
+	if err := m.observe(segs); err != nil {
+		m.crashErr = err
+		m.crashLocked(op, index)
+		return errCrash
+	}
+	if m.steps == m.crashAt {
+		m.crashLocked(op, index)
+		return errCrash
+	}
+	switch op {
+	case wal.OpSync:
+		newest := segs[len(segs)-1]
+		m.durSize[newest.name] = newest.size
+	case wal.OpDirSync:
+		for _, s := range segs {
+			m.durName[s.name] = true
+		}
+	}
+	return nil
+}
+
+// observe applies tidwall's own fsync at cycle time and checks the model.
+func (m *diskModel) observe(segs []segFile) error {
+	if len(segs) == 0 {
+		return fmt.Errorf("disk model: no segment in %s", m.walDir)
+	}
+	for i, s := range segs {
+		if d, ok := m.durSize[s.name]; ok && s.size < d {
+			return fmt.Errorf("disk model out of step: segment %s has %d bytes, %d of them thought durable", s.name, s.size, d)
+		}
+		if i < len(segs)-1 {
+			m.durSize[s.name] = s.size // fsynced by tidwall's cycle
+		}
+	}
+	return nil
+}
+
+// scan lists the wal folder's segments. Only the last two and those the
+// model has not seen are stat'ed: an older segment is whole and never
+// changes again, so its size is the one the model recorded.
+func (m *diskModel) scan() ([]segFile, error) {
+	des, err := os.ReadDir(m.walDir)
+	if err != nil {
+		return nil, err
+	}
+	var segs []segFile
+	for _, de := range des {
+		if first, ok := segIndex(de.Name()); ok && !de.IsDir() {
+			segs = append(segs, segFile{name: de.Name(), first: first, size: -1})
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].first < segs[j].first })
+	for i := range segs {
+		if d, ok := m.durSize[segs[i].name]; ok && i < len(segs)-2 {
+			segs[i].size = d
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(m.walDir, segs[i].name))
+		if err != nil {
+			return nil, err
+		}
+		segs[i].size = fi.Size()
+	}
+	return segs, nil
+}
+
+// crash cuts the power now, between I/O points (an idle crash), unless the
+// crash already happened.
+func (m *diskModel) crash() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crashed {
+		return
+	}
+	segs, err := m.scan()
+	if err == nil {
+		err = m.observe(segs)
+	}
+	if err != nil {
+		m.crashErr = err
+	}
+	m.crashLocked("", 0)
+}
+
+func (m *diskModel) crashLocked(op wal.Op, index uint64) {
+	m.crashed = true
+	defer close(m.crashCh)
+	m.res.op, m.res.index, m.res.step = op, index, m.steps
+	written, err := readFrames(m.walDir)
+	if err != nil && m.crashErr == nil {
+		m.crashErr = fmt.Errorf("reading the frames written before the crash: %w", err)
+	}
+	m.res.written = written
+	m.res.committed = uint64(len(written))
+	if index > 0 {
+		m.res.committed = index - 1
+	}
+	if m.crashErr == nil {
+		m.crashErr = m.buildImage()
+	}
+}
+
+// buildImage writes the post-crash data folder into m.image.
+func (m *diskModel) buildImage() error {
+	dst := filepath.Join(m.image, "wal")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	format, err := os.ReadFile(filepath.Join(m.dataDir, engine.FormatFile))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(m.image, engine.FormatFile), format, 0o644); err != nil {
+		return err
+	}
+	segs, err := listSegs(m.walDir)
+	if err != nil {
+		return err
+	}
+	var fresh []segFile // created, not yet made durable by a folder fsync
+	for _, s := range segs {
+		if !m.durName[s.name] {
+			fresh = append(fresh, s)
+		}
+	}
+	keepFresh := 0
+	if len(fresh) > 0 {
+		keepFresh = m.rng.IntN(len(fresh) + 1)
+		m.res.modes = append(m.res.modes, fmt.Sprintf("new segments: %d of %d kept", keepFresh, len(fresh)))
+		m.res.segmentsLost += len(fresh) - keepFresh
+	}
+	for _, s := range segs {
+		if !m.durName[s.name] {
+			if keepFresh == 0 {
+				continue
+			}
+			keepFresh--
+		}
+		data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
+		if err != nil {
+			return err
+		}
+		d := min(m.durSize[s.name], int64(len(data)))
+		out := append([]byte(nil), data[:d]...)
+		if tail := data[d:]; len(tail) > 0 {
+			kept, mode := m.unsynced(tail)
+			out = append(out, kept...)
+			if len(kept) > 0 && len(kept) < len(tail) || strings.Contains(mode, "torn") {
+				m.res.torn++
+			}
+			m.res.modes = append(m.res.modes, fmt.Sprintf("%s: %d durable + %s", s.name, d, mode))
+		}
+		if err := os.WriteFile(filepath.Join(dst, s.name), out, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unsynced picks what a power cut keeps of bytes written but not fsynced.
+func (m *diskModel) unsynced(tail []byte) ([]byte, string) {
+	switch m.rng.IntN(4) {
+	case 0:
+		return nil, fmt.Sprintf("none of %d unsynced bytes", len(tail))
+	case 1:
+		return tail, fmt.Sprintf("all %d unsynced bytes", len(tail))
+	case 2:
+		n := m.rng.IntN(len(tail))
+		return tail[:n], fmt.Sprintf("%d of %d unsynced bytes", n, len(tail))
+	}
+	n := 1 + m.rng.IntN(len(tail))
+	out := append([]byte(nil), tail[:n]...)
+	chunk := 1 + m.rng.IntN(min(n, 512))
+	zeros := m.rng.IntN(2) == 0
+	for i := n - chunk; i < n; i++ {
+		if zeros {
+			out[i] = 0
+		} else {
+			out[i] = byte(m.rng.Uint32())
+		}
+	}
+	what := "garbage"
+	if zeros {
+		what = "zeros"
+	}
+	return out, fmt.Sprintf("%d of %d unsynced bytes, the last %d torn (%s)", n, len(tail), chunk, what)
+}
+
+// segFile is a segment in a wal folder.
+type segFile struct {
+	name  string
+	first uint64
+	size  int64
+}
+
+func segName(first uint64) string { return fmt.Sprintf("%020d", first) }
+
+// listSegs lists the segment files (20-digit names) of dir by index.
+func listSegs(dir string) ([]segFile, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []segFile
+	for _, de := range des {
+		name := de.Name()
+		first, ok := segIndex(name)
+		if de.IsDir() || !ok {
+			continue
+		}
+		info, err := de.Info()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, segFile{name: name, first: first, size: info.Size()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first < out[j].first })
+	return out, nil
+}
+
+// segIndex parses a segment file name: exactly 20 digits, not zero.
+func segIndex(name string) (uint64, bool) {
+	if len(name) != 20 {
+		return 0, false
+	}
+	first, err := strconv.ParseUint(name, 10, 64)
+	return first, err == nil && first != 0
+}
+
+// validPrefix is the length of the leading whole, valid frames of a segment
+// whose first index is first (docs/format.md): where wal.Open cuts a torn
+// tail.
+func validPrefix(data []byte, first uint64) int64 {
+	off := 0
+	for index := first; off < len(data); index++ {
+		n, k := binary.Uvarint(data[off:])
+		if k <= 0 || n == 0 || n > uint64(len(data)-off-k) {
+			break
+		}
+		if !validFrame(data[off+k:off+k+int(n)], index) {
+			break
+		}
+		off += k + int(n)
+	}
+	return int64(off)
+}
+
+func validFrame(f []byte, index uint64) bool {
+	if len(f) < 11 || f[0] != wal.Version {
+		return false
+	}
+	body := f[:len(f)-8]
+	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(f[len(body):]) {
+		return false
+	}
+	b := body[1:]
+	idx, k := binary.Uvarint(b)
+	if k <= 0 || idx != index {
+		return false
+	}
+	b = b[k:]
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count == 0 || count > uint64(len(b)) {
+		return false
+	}
+	b = b[k:]
+	for i := uint64(0); i < count; i++ {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return false
+		}
+		b = b[k+int(n):]
+	}
+	return len(b) == 0
+}
+
+// readFrames returns the payloads of every frame of a wal folder, in order.
+func readFrames(walDir string) ([][][]byte, error) {
+	var out [][][]byte
+	err := wal.ReplayDir(walDir, 1, func(index uint64, recs [][]byte) error {
+		if index != uint64(len(out))+1 {
+			return fmt.Errorf("frame %d after %d frames", index, len(out))
+		}
+		frame := make([][]byte, len(recs))
+		for i, r := range recs {
+			frame[i] = append([]byte(nil), r...)
+		}
+		out = append(out, frame)
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,654 @@
+package fuzz
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// TestKill9 is harness 1 of docs/reliability.md: the real binary, kill -9.
+// A daemon runs a mixed workload (a DAG, retries, a foreach fan-out,
+// sleeping tasks, a workflow that must fail) on a data folder while a
+// goroutine triggers runs over HTTP; the test kill -9s it at seeded moments
+// (some during the boot itself) and restarts it on the same folder, K times.
+// Then it stops triggering, waits for every run to end and checks:
+//
+//   - every acknowledged trigger (a 201) exists as a run;
+//   - every run ended as its workflow implies (k-fail: failed; every other
+//     workflow: success, unless a task hit the crash-loop rule, which is
+//     counted and must show 3 interruptions);
+//   - every task recorded as succeeded left a ledger line (its effect
+//     happened), so every task of a successful run ran at least once;
+//   - after SIGTERM the daemon exits 0, `orkwal wal verify` exits 0, and
+//     two fresh replays of the log give the same state hash.
+//
+// It reports re-executions (ledger lines beyond one per task: the price of
+// at-least-once) and the longest recovery (restart to a healthy /healthz).
+//
+// The seed fixes the workload and the kill schedule; the interleaving with
+// the OS scheduler is not reproducible, so a seed replays the same kind of
+// run rather than the same run.
+//
+// TODO(cron): the workload has no scheduled workflow; add one (@every) and
+// check that no fire time runs twice and none is lost across kills.
+// TODO(compaction): the daemon runs with its default --compact-bytes (64
+// MiB), which this log does not reach, so it never compacts here; make it
+// compact (a small --compact-bytes), kill it during compaction too, and tell
+// runs pruned by retention (runs_pruned) apart from lost ones.
+func TestKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and kill -9s it")
+	}
+	kills := *tortureKills
+	if kills == 0 {
+		kills = 5
+		if longMode() {
+			kills = 1000
+		}
+	}
+	sd := *seed
+	if sd == 0 {
+		sd = baseSeed()
+	}
+	k := newKill9(t, sd, kills)
+	k.run()
+}
+
+type kill9 struct {
+	t      *testing.T
+	seed   int64
+	kills  int
+	bin    string
+	work   string
+	data   string
+	ledger string
+	wfDir  string
+	logf   *os.File
+	client *http.Client
+
+	addr   atomic.Value // string: the current daemon's address
+	cur    *daemonProc
+	acked  []string // run ids answered 201
+	ackMu  sync.Mutex
+	trigs  atomic.Int64 // triggers sent
+	stopTr atomic.Bool
+
+	bootKills   int
+	lockWaits   int // kills after which a fork child still held LOCK for a moment
+	maxRecovery time.Duration
+	recoveries  []time.Duration
+}
+
+type daemonProc struct {
+	cmd     *exec.Cmd
+	addr    string
+	started time.Time
+	exited  chan struct{}
+	err     error // set before exited is closed
+}
+
+// The kill -9 workload. Every task that succeeds appends
+// "<run> <task id> <attempt>" to $LEDGER just before it exits 0.
+var k9Workflows = map[string]string{
+	"k-dag.yaml": `name: k-dag
+tasks:
+  extract: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'}
+  left: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [extract]}
+  right: {command: 'sleep 0.1; echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [extract]}
+  load: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [left, right]}
+`,
+	"k-retry.yaml": `name: k-retry
+tasks:
+  flaky:
+    command: 'if [ "$ORKWAL_ATTEMPT" = 1 ]; then exit 1; fi; echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'
+    retries: 3
+    retry_backoff: {initial: 100ms, max: 1s, factor: 2}
+  after: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [flaky]}
+`,
+	"k-fan.yaml": `name: k-fan
+tasks:
+  gen: {command: 'echo "{\"items\": [1, 2, 3]}" > "$ORKWAL_OUTPUT"; echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'}
+  each:
+    command: 'sleep 0.05; echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'
+    depends_on: [gen]
+    foreach: gen.items
+    concurrency: 2
+  join: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [each]}
+`,
+	"k-sleep.yaml": `name: k-sleep
+tasks:
+  nap: {command: 'sleep 0.2; echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'}
+`,
+	"k-fail.yaml": `name: k-fail
+tasks:
+  bad: {command: 'exit 3', retries: 1, retry_backoff: {initial: 100ms, max: 1s, factor: 2}}
+  never: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [bad]}
+  cleanup: {command: 'echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"', depends_on: [bad], on_failure: run}
+`,
+}
+
+var k9Expected = map[string]string{"k-dag": "success", "k-retry": "success", "k-fan": "success",
+	"k-sleep": "success", "k-fail": "failed"}
+
+var k9Names = []string{"k-dag", "k-retry", "k-fan", "k-sleep", "k-fail"}
+
+func newKill9(t *testing.T, sd int64, kills int) *kill9 {
+	work := t.TempDir()
+	k := &kill9{t: t, seed: sd, kills: kills, work: work, data: filepath.Join(work, "data"),
+		ledger: filepath.Join(work, "ledger"), wfDir: filepath.Join(work, "workflows"),
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+	if err := os.MkdirAll(k.wfDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range k9Workflows {
+		if err := os.WriteFile(filepath.Join(k.wfDir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Create(filepath.Join(work, "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.logf = f
+	t.Cleanup(func() { f.Close() })
+	k.bin = buildOrkwal(t)
+	t.Cleanup(func() {
+		if k.cur != nil {
+			k.cur.cmd.Process.Kill()
+			<-k.cur.exited
+		}
+	})
+	return k
+}
+
+// buildOrkwal builds the daemon from the module root (go env GOMOD).
+func buildOrkwal(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		t.Fatalf("go env GOMOD: %q %v", gomod, err)
+	}
+	bin := filepath.Join(t.TempDir(), "orkwal")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/orkwal")
+	cmd.Dir = filepath.Dir(gomod)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/orkwal: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// fatalf fails with the seed and the command that replays it.
+func (k *kill9) fatalf(format string, args ...any) {
+	k.t.Helper()
+	k.t.Fatalf("%s\n%s\nreproduce: go test ./fuzz -run '^TestKill9$' -seed %d -torture.kills %d -v",
+		fmt.Sprintf(format, args...), k.logTail(), k.seed, k.kills)
+}
+
+func (k *kill9) logTail() string {
+	b, _ := os.ReadFile(k.logf.Name())
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return "daemon log (last lines):\n  " + strings.Join(lines, "\n  ")
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start launches the daemon on a fresh free port.
+func (k *kill9) start() *daemonProc {
+	addr := freePort(k.t)
+	fmt.Fprintf(k.logf, "=== start on %s\n", addr)
+	cmd := exec.Command(k.bin, "run", "--data", k.data, "--addr", addr, "--workflows", k.wfDir,
+		"--max-concurrent", "8", "--kill-grace", "2s")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ORKWAL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "LEDGER="+k.ledger)
+	cmd.Stdout, cmd.Stderr = k.logf, k.logf
+	d := &daemonProc{cmd: cmd, addr: addr, started: time.Now(), exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		k.fatalf("start daemon: %v", err)
+	}
+	go func() { d.err = cmd.Wait(); close(d.exited) }()
+	k.cur = d
+	k.addr.Store(addr)
+	return d
+}
+
+// healthy polls /healthz (an external process: short sleeps, a deadline)
+// and returns how long the daemon took from its start.
+func (k *kill9) healthy(d *daemonProc) time.Duration {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-d.exited:
+			k.fatalf("the daemon exited during boot: %v\nprocesses holding %s:\n%s",
+				d.err, filepath.Join(k.data, "LOCK"), describeHolders(lockHolders(filepath.Join(k.data, "LOCK"))))
+		default:
+		}
+		if code, _, _ := k.call(d.addr, "GET", "/healthz"); code == 200 {
+			return time.Since(d.started)
+		}
+		if time.Now().After(deadline) {
+			k.fatalf("the daemon is not healthy 60s after its start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// alive fails if the daemon exited by itself.
+func (k *kill9) alive(d *daemonProc, what string) {
+	select {
+	case <-d.exited:
+		k.fatalf("%s: %v", what, d.err)
+	default:
+	}
+}
+
+func (k *kill9) kill(d *daemonProc) {
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+	fmt.Fprintf(k.logf, "=== kill -9 (pid %d)\n", d.cmd.Process.Pid)
+	k.waitLockFree(d.cmd.Process.Pid)
+}
+
+func (k *kill9) call(addr, method, path string) (int, []byte, http.Header) {
+	req, err := http.NewRequest(method, "http://"+addr+path, nil)
+	if err != nil {
+		return 0, nil, nil
+	}
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return 0, nil, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, nil
+	}
+	return resp.StatusCode, b, resp.Header
+}
+
+// triggers posts runs until stopTr, recording every 201 as acknowledged.
+func (k *kill9) triggers(rng *rand.Rand, done chan<- struct{}) {
+	defer close(done)
+	for !k.stopTr.Load() {
+		name := k9Names[rng.IntN(len(k9Names))]
+		addr := k.addr.Load().(string)
+		k.trigs.Add(1)
+		code, body, _ := k.call(addr, "POST", "/workflows/"+name+"/runs")
+		if code == http.StatusCreated {
+			var r struct{ ID string }
+			if err := json.Unmarshal(body, &r); err != nil || r.ID == "" {
+				k.t.Errorf("trigger %s: 201 with body %q", name, body)
+			} else {
+				k.ackMu.Lock()
+				k.acked = append(k.acked, r.ID)
+				k.ackMu.Unlock()
+			}
+		}
+		time.Sleep(time.Duration(20+rng.IntN(130)) * time.Millisecond) // pacing, not synchronisation
+	}
+}
+
+func (k *kill9) run() {
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(uint64(k.seed), 1))
+	d := k.start()
+	k.healthy(d)
+	done := make(chan struct{})
+	go k.triggers(rand.New(rand.NewPCG(uint64(k.seed), 2)), done)
+	for i := 0; i < k.kills; {
+		time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
+		k.alive(d, "the daemon died on its own")
+		k.kill(d)
+		i++
+		d = k.start()
+		for i < k.kills && rng.IntN(10) == 0 {
+			// kill it again during its boot: recovery itself must survive a kill -9
+			time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+			k.alive(d, "the daemon exited during boot")
+			k.kill(d)
+			i++
+			k.bootKills++
+			d = k.start()
+		}
+		took := k.healthy(d)
+		k.recoveries = append(k.recoveries, took)
+		k.maxRecovery = max(k.maxRecovery, took)
+	}
+	k.healthy(d)
+	k.stopTr.Store(true)
+	<-done
+	if k.t.Failed() {
+		k.fatalf("trigger goroutine failed")
+	}
+	k.check(d, start)
+}
+
+// runView is what the checks read of GET /runs/{id}.
+type runView struct {
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	Status   string `json:"status"`
+	Tasks    []struct {
+		ID            string `json:"id"`
+		Name          string `json:"name"`
+		Status        string `json:"status"`
+		Attempt       int    `json:"attempt"`
+		Instances     int    `json:"instances"`
+		Interruptions int    `json:"interruptions"`
+		Error         string `json:"error"`
+	} `json:"tasks"`
+}
+
+// listRuns pages through GET /runs (following X-Next-Cursor).
+func (k *kill9) listRuns(addr string) ([]runView, error) {
+	var out []runView
+	q := url.Values{"limit": {"1000"}}
+	for {
+		code, body, hdr := k.call(addr, "GET", "/runs?"+q.Encode())
+		if code != 200 {
+			return nil, fmt.Errorf("GET /runs: %d %s", code, body)
+		}
+		var page []runView
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("GET /runs: %v", err)
+		}
+		out = append(out, page...)
+		c := hdr.Get("X-Next-Cursor")
+		if c == "" || len(page) == 0 {
+			return out, nil
+		}
+		q.Set("cursor", c)
+	}
+}
+
+func (k *kill9) check(d *daemonProc, start time.Time) {
+	// Every run ends (an external process: poll with a deadline).
+	deadline := time.Now().Add(120 * time.Second)
+	var runs []runView
+	for {
+		var err error
+		runs, err = k.listRuns(d.addr)
+		if err != nil {
+			k.fatalf("%v", err)
+		}
+		open := 0
+		for _, r := range runs {
+			if r.Status != "success" && r.Status != "failed" && r.Status != "cancelled" {
+				open++
+			}
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			k.fatalf("%d of %d runs still not finished 120s after the last kill", open, len(runs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	byID := map[string]bool{}
+	for _, r := range runs {
+		byID[r.ID] = true
+	}
+	for _, id := range k.acked {
+		if !byID[id] {
+			if code, _, _ := k.call(d.addr, "GET", "/runs/"+id); code != 200 {
+				k.fatalf("LOST: acknowledged run %s does not exist (GET /runs/%s: %d)", id, id, code)
+			}
+		}
+	}
+	ledger := readLedger(k.t, k.ledger)
+	tasks, crashLoops := 0, 0
+	for _, sum := range runs {
+		code, body, _ := k.call(d.addr, "GET", "/runs/"+sum.ID)
+		var r runView
+		if code != 200 || json.Unmarshal(body, &r) != nil {
+			k.fatalf("GET /runs/%s: %d %s", sum.ID, code, body)
+		}
+		want := k9Expected[r.Workflow]
+		loop := false
+		for _, tv := range r.Tasks {
+			if tv.Instances > 0 {
+				continue // a fan-out node: its instances are the processes
+			}
+			tasks++
+			if strings.Contains(tv.Error, "crash loop") {
+				if tv.Interruptions < 3 {
+					k.fatalf("run %s task %s failed as a crash loop after %d interruptions", r.ID, tv.Name, tv.Interruptions)
+				}
+				k.t.Logf("crash loop: %s (%s) attempt %d, %d interruptions: %s", tv.ID, r.Workflow, tv.Attempt, tv.Interruptions, tv.Error)
+				loop = true
+			}
+			if tv.Status == "success" && ledger[tv.ID] == 0 {
+				k.fatalf("task %s is recorded as succeeded but never wrote its ledger line (attempt %d)", tv.ID, tv.Attempt)
+			}
+		}
+		switch {
+		case r.Status == want:
+		case loop && r.Status == "failed":
+			crashLoops++ // 3 kills in a row hit one task: failing it is the documented rule
+		default:
+			k.fatalf("run %s of %s ended %s, want %s: %s", r.ID, r.Workflow, r.Status, want, body)
+		}
+	}
+	lines, reexec := 0, 0
+	for _, n := range ledger {
+		lines += n
+		reexec += n - 1
+	}
+
+	// Clean stop, then the log must verify and replay to the same state twice.
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(60 * time.Second):
+		k.fatalf("the daemon did not stop within 60s of SIGTERM")
+	}
+	if d.err != nil {
+		k.fatalf("exit after SIGTERM: %v", d.err)
+	}
+	k.cur = nil
+	if out, err := exec.Command(k.bin, "wal", "verify", "--data", k.data).CombinedOutput(); err != nil {
+		k.fatalf("orkwal wal verify: %v\n%s", err, out)
+	}
+	h1, n1 := k.replayHash(false)
+	h2, n2 := k.replayHash(false)
+	if h1 != h2 || n1 != n2 {
+		k.fatalf("two replays of the final log differ: %016x (%d records) vs %016x (%d records)", h1, n1, h2, n2)
+	}
+	if hs, _ := k.replayHash(true); hs != h1 {
+		k.fatalf("the newest snapshot plus the log after it gives state %016x, the log alone %016x", hs, h1)
+	}
+	var logBytes int64
+	segs, _ := listSegs(filepath.Join(k.data, "wal"))
+	for _, sg := range segs {
+		logBytes += sg.size
+	}
+	sort.Slice(k.recoveries, func(i, j int) bool { return k.recoveries[i] < k.recoveries[j] })
+	var median time.Duration
+	if len(k.recoveries) > 0 {
+		median = k.recoveries[len(k.recoveries)/2]
+	}
+	took := time.Since(start)
+	k.t.Logf("seed %d: %d kill -9s (%d during boot) in %s (%.1f kills/min); %d triggers, %d acknowledged, %d runs, %d tasks, 0 lost; "+
+		"%d ledger lines, %d re-executions (at-least-once), %d crash-loop failures; recovery median %s, longest %s; "+
+		"LOCK briefly held by a dying fork child after %d kills; final log %d bytes, %d records replay to %016x",
+		k.seed, k.kills, k.bootKills, took.Round(time.Millisecond), float64(k.kills)/took.Minutes(), k.trigs.Load(), len(k.acked),
+		len(runs), tasks, lines, reexec, crashLoops, median.Round(time.Millisecond), k.maxRecovery.Round(time.Millisecond),
+		k.lockWaits, logBytes, n1, h1)
+	fmt.Printf("TORTURE kill9 kills=%d boot_kills=%d acked=%d runs=%d tasks=%d lost=0 reexecutions=%d crash_loops=%d "+
+		"max_recovery_ms=%d median_recovery_ms=%d lock_waits=%d log_bytes=%d records=%d seconds=%.1f\n",
+		k.kills, k.bootKills, len(k.acked), len(runs), tasks, reexec, crashLoops, k.maxRecovery.Milliseconds(),
+		median.Milliseconds(), k.lockWaits, logBytes, n1, took.Seconds())
+}
+
+// readLedger counts ledger lines per task id.
+func readLedger(t *testing.T, path string) map[string]int {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return map[string]int{}
+		}
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 {
+			out[fields[1]]++
+		}
+	}
+	return out
+}
+
+// replayHash folds the stopped daemon's log into a fresh state and returns
+// its hash and the number of records applied. The log is read from index 1
+// when it still starts there (no compaction truncated it); otherwise, or
+// with fromSnapshot, the newest snapshot (engine.LoadSnapshot) is the start
+// and only the frames after it are applied.
+func (k *kill9) replayHash(fromSnapshot bool) (uint64, int) {
+	dir := filepath.Join(k.data, "wal")
+	st, from := replay.New(), uint64(1)
+	first := uint64(0)
+	wal.ReplayDir(dir, 0, func(index uint64, _ [][]byte) error {
+		first = index
+		return errStop
+	})
+	if fromSnapshot || first > 1 {
+		snap, idx, err := engine.LoadSnapshot(k.data, quiet)
+		if err != nil {
+			k.fatalf("load snapshot: %v", err)
+		}
+		st, from = snap, idx+1
+	}
+	n := 0
+	err := wal.ReplayDir(dir, from, func(index uint64, recs [][]byte) error {
+		for _, p := range recs {
+			r, err := replay.Decode(bytes.Clone(p))
+			if err == nil {
+				err = st.Apply(r)
+			}
+			if err != nil {
+				return fmt.Errorf("index %d: %w", index, err)
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		k.fatalf("replay of the final log from index %d: %v", from, err)
+	}
+	h, err := st.Hash()
+	if err != nil {
+		k.fatalf("hash: %v", err)
+	}
+	return h, n
+}
+
+var errStop = errors.New("stop")
+
+// lockHolder is a process that has the data folder's LOCK open.
+type lockHolder struct {
+	pid, exe, desc string
+}
+
+// lockHolders lists the processes that have path open.
+func lockHolders(path string) []lockHolder {
+	var out []lockHolder
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, f := range fds {
+		if t, err := os.Readlink(f); err != nil || t != path {
+			continue
+		}
+		pid := strings.Split(f, "/")[2]
+		exe, _ := os.Readlink("/proc/" + pid + "/exe")
+		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+		info, _ := os.ReadFile("/proc/" + pid + "/fdinfo/" + filepath.Base(f))
+		out = append(out, lockHolder{pid: pid, exe: exe, desc: fmt.Sprintf("pid %s exe %s %q fd %s; stat: %s; fdinfo: %s",
+			pid, exe, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), filepath.Base(f),
+			strings.TrimSpace(string(stat)), strings.Join(strings.Fields(string(info)), " "))})
+	}
+	return out
+}
+
+func describeHolders(hs []lockHolder) string {
+	if len(hs) == 0 {
+		return "  (none)"
+	}
+	var lines []string
+	for _, h := range hs {
+		lines = append(lines, "  "+h.desc)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitLockFree is called after a kill -9: the kernel drops the flock once no
+// process has the LOCK file open. A child the daemon was forking when it died
+// (same executable, not yet exec'd) still holds a copy of every descriptor
+// until Pdeathsig ends it: wait for it (a restart would otherwise be refused
+// "in use" by the dead daemon's pid; seen about once per thousand kills).
+// Any other holder, such as a task that inherited the descriptor, is a bug:
+// the lock would outlive the daemon for as long as that task runs.
+func (k *kill9) waitLockFree(dead int) {
+	lock := filepath.Join(k.data, "LOCK")
+	deadline := time.Now().Add(10 * time.Second)
+	waited := false
+	for {
+		hs := lockHolders(lock)
+		if len(hs) == 0 {
+			return
+		}
+		for _, h := range hs {
+			if h.exe != k.bin && h.exe != "" { // "": exiting, /proc/PID/exe is gone
+				k.fatalf("after the kill -9 of daemon pid %d, a process that is not a daemon fork still holds %s; "+
+					"a restart is refused as \"in use\" until it exits:\n%s", dead, lock, describeHolders(hs))
+			}
+		}
+		if !waited {
+			waited = true
+			k.lockWaits++
+			fmt.Fprintf(k.logf, "=== LOCK still held after kill -9 of %d by a fork child:\n%s\n", dead, describeHolders(hs))
+		}
+		if time.Now().After(deadline) {
+			k.fatalf("%s still held 10s after the kill -9 of pid %d:\n%s", lock, dead, describeHolders(hs))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
