@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
 )
 
 // Compaction (docs/format.md, "Snapshot and truncation"):
@@ -177,7 +178,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 	if err := os.Rename(path+".tmp", path); err != nil {
 		return fmt.Errorf("engine: rename snapshot: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := wal.SyncDir(dir); err != nil {
 		return fmt.Errorf("engine: fsync %s: %w", dir, err)
 	}
 	if err := e.compactFault("after-rename"); err != nil {
@@ -232,7 +233,7 @@ func (e *Engine) removeOld(prev uint64, pruned []string) {
 			os.Remove(snapshotPath(e.cfg.DataDir, idx))
 		}
 	}
-	syncDir(filepath.Join(e.cfg.DataDir, snapshotDir))
+	wal.SyncDir(filepath.Join(e.cfg.DataDir, snapshotDir))
 	for _, id := range pruned {
 		os.RemoveAll(filepath.Join(e.cfg.DataDir, "logs", id))
 		os.RemoveAll(filepath.Join(e.cfg.DataDir, "work", id))

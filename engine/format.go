@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/orkwal/orkwal/wal"
 )
 
 // FormatFile names the data folder's format version file; FormatVersion is
@@ -45,19 +47,10 @@ func writeFormat(dir, path string) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = wal.SyncDir(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("engine: write %s: %w", path, err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -116,8 +116,10 @@ func writeFileSync(path string, data []byte) error {
 	return f.Close()
 }
 
-// syncDir fsyncs a folder so that file creations, renames and removals in it
-// are durable.
+// SyncDir fsyncs a folder so that file creations, renames and removals in
+// it are durable.
+func SyncDir(dir string) error { return syncDir(dir) }
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
