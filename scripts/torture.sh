@@ -2,8 +2,8 @@
 # The long crash-recovery torture of docs/reliability.md: the power-loss
 # simulation (fuzz/TestPowerLoss) until 100,000 simulated power cuts, then
 # 1,000 kill -9s of the real daemon (fuzz/TestKill9), then a summary. On the
-# 2-core development machine this takes about 17 minutes (power loss ~8,
-# kill -9 ~9). Any failure stops it with the failing seed and the command
+# 2-core development machine this takes about 15 minutes (power loss ~3.5,
+# kill -9 ~12). Any failure stops it with the failing seed and the command
 # that replays it. The raw output is kept in bin/torture.txt.
 #
 #   CRASHES  simulated power cuts to inject (100000)
