@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // LockFileName is the advisory lock file in a data folder.
@@ -39,7 +40,7 @@ func AcquireLock(dir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockWaitingForDead(f); err != nil {
 		pid := readPID(f)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -52,6 +53,31 @@ func AcquireLock(dir string) (*Lock, error) {
 		return nil, fmt.Errorf("wal: write pid to %s: %w", path, err)
 	}
 	return &Lock{f: f}, nil
+}
+
+// deadHolderWait bounds the wait for a lock whose recorded holder is dead.
+const deadHolderWait = 2 * time.Second
+
+// flockWaitingForDead takes the lock. If it is held but the pid recorded in
+// the file is dead, the holder is a child the dead daemon was forking (it
+// has every descriptor until exec or Pdeathsig, a few milliseconds), so it
+// retries for up to deadHolderWait instead of refusing a restart that
+// follows a kill -9.
+func flockWaitingForDead(f *os.File) error {
+	deadline := time.Now().Add(deadHolderWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || !holderDead(f) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// holderDead reports whether the pid written in the lock file is gone.
+func holderDead(f *os.File) bool {
+	pid, err := strconv.Atoi(readPID(f))
+	return err == nil && pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 func readPID(f *os.File) string {

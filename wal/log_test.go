@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -469,4 +472,26 @@ func TestCrashMidTruncateRecovers(t *testing.T) {
 	if first, _ := l.FirstIndex(); first != 11 || l.LastIndex() != 20 {
 		t.Fatalf("after a crash mid-truncate: first %d last %d, want 11..20", first, l.LastIndex())
 	}
+}
+
+// TestLockWaitsForAHolderWhoseRecordedPidIsDead: after a kill -9, a child
+// the daemon was forking can hold the lock's descriptor for milliseconds;
+// a restart waits for it instead of refusing.
+func TestLockWaitsForAHolderWhoseRecordedPidIsDead(t *testing.T) {
+	dir := t.TempDir()
+	a, err := AcquireLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	dead.Run() // a pid that is now gone
+	os.WriteFile(filepath.Join(dir, LockFileName), []byte(strconv.Itoa(dead.Process.Pid)+"\n"), 0o644)
+	released := make(chan struct{})
+	go func() { time.Sleep(50 * time.Millisecond); a.Release(); close(released) }()
+	b, err := AcquireLock(dir)
+	if err != nil {
+		t.Fatalf("lock held under a dead pid: %v, want a wait then success", err)
+	}
+	<-released
+	b.Release()
 }
