@@ -49,8 +49,9 @@ func snapshotPath(dataDir string, index uint64) string {
 	return filepath.Join(dataDir, snapshotDir, fmt.Sprintf("%s%020d%s", snapshotPrefix, index, snapshotExt))
 }
 
-// snapshotIndexes lists the snapshot files' indexes, newest first, and
-// removes leftover .tmp files (a crash before step 2's rename).
+// snapshotIndexes lists the snapshot files' indexes, newest first. It
+// changes nothing: it runs beside a compaction writing its .tmp file, and in
+// `orkwal wal verify`.
 func snapshotIndexes(dataDir string) ([]uint64, error) {
 	dir := filepath.Join(dataDir, snapshotDir)
 	des, err := os.ReadDir(dir)
@@ -63,10 +64,6 @@ func snapshotIndexes(dataDir string) ([]uint64, error) {
 	var out []uint64
 	for _, de := range des {
 		name := de.Name()
-		if strings.HasSuffix(name, ".tmp") {
-			os.Remove(filepath.Join(dir, name))
-			continue
-		}
 		num, ok := strings.CutPrefix(strings.TrimSuffix(name, snapshotExt), snapshotPrefix)
 		if idx, err := strconv.ParseUint(num, 10, 64); ok && err == nil && strings.HasSuffix(name, snapshotExt) {
 			out = append(out, idx)
@@ -76,10 +73,21 @@ func snapshotIndexes(dataDir string) ([]uint64, error) {
 	return out, nil
 }
 
+// removeStaleTmp removes the .tmp snapshots a crash left before step 2's
+// rename. Boot only: at any other time a .tmp file may be a compaction in
+// progress.
+func removeStaleTmp(dataDir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dataDir, snapshotDir, "*"+snapshotExt+".tmp"))
+	for _, p := range tmps {
+		os.Remove(p)
+	}
+}
+
 // loadSnapshot returns the state of the newest valid snapshot, or a fresh
 // state and index 0. A snapshot that does not load is reported loudly and
 // the next older one is tried.
 func (e *Engine) loadSnapshot() (*replay.State, uint64, error) {
+	removeStaleTmp(e.cfg.DataDir)
 	st, idx, err := LoadSnapshot(e.cfg.DataDir, e.log)
 	e.snapIndex = idx
 	return st, idx, err

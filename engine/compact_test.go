@@ -172,3 +172,19 @@ func TestRetentionPrunesRunsAndTheirLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsLeaveACompactionInProgressAlone: reading the stats lists the
+// snapshots; it must not remove the .tmp file a compaction is writing
+// (only boot removes stale ones).
+func TestMetricsLeaveACompactionInProgressAlone(t *testing.T) {
+	dir := t.TempDir()
+	e := openCompacting(t, dir, -1, 0)
+	defer e.Close()
+	os.MkdirAll(filepath.Join(dir, snapshotDir), 0o755)
+	tmp := snapshotPath(dir, 99) + ".tmp"
+	os.WriteFile(tmp, []byte("being written"), 0o644)
+	e.Stats()
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("a stats read removed the snapshot being written: %v", err)
+	}
+}

@@ -68,9 +68,10 @@ func (g *gate) take(t *replay.Task) {
 }
 
 // waitingOn lists why a pending task is not running, for the API: its
-// unfinished dependencies, or the gate that holds it, or full slots.
-// Called under the read lock.
-func (e *Engine) waitingOn(t *replay.Task) []string {
+// unfinished dependencies, or the gate that holds it, or full slots. g is
+// one gate for the whole read (views of big runs would otherwise build one
+// per task). Called under the read lock.
+func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
 	if t.Status != replay.Pending {
 		return nil
 	}
@@ -83,7 +84,7 @@ func (e *Engine) waitingOn(t *replay.Task) []string {
 		}
 		return deps
 	}
-	if reason := newGate(e, e.cfg.Clock.Now().UnixNano()).blocked(t); reason != "" {
+	if reason := g.blocked(t); reason != "" {
 		return []string{reason}
 	}
 	if e.inflight >= e.cfg.MaxConcurrent {

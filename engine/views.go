@@ -127,20 +127,21 @@ func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 		Trigger: r.Trigger, ScheduledAt: tsp(r.ScheduledAt), Params: r.Params, CreatedAt: ts(r.CreatedAt),
 		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested}
 	if withTasks {
+		g := newGate(e, e.cfg.Clock.Now().UnixNano())
 		v.Tasks = make([]TaskView, len(r.Tasks))
 		for i, t := range r.Tasks {
-			v.Tasks[i] = e.viewTask(t)
+			v.Tasks[i] = e.viewTask(t, g)
 		}
 	}
 	return v
 }
 
-func (e *Engine) viewTask(t *replay.Task) TaskView {
+func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 	spec := t.Spec()
 	v := TaskView{ID: t.ID(), Name: t.Key(), Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
 		PID: t.PID, Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
-		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t)}
+		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t, g)}
 	if t.Parent >= 0 {
 		i := t.Instance
 		v.Instance, v.DependsOn = &i, nil
