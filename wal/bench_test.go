@@ -3,7 +3,7 @@ package wal_test
 // Benchmarks for the write-ahead log (issue "A WAL you can trust", items 4
 // and 9). They are meant to be read as ratios against the baselines measured
 // in the same run (BenchmarkRawFsync, BenchmarkReplay/read, the raw-*
-// metrics of BenchmarkSegmentSize and BenchmarkSegmentSizeConcurrent/4MiB):
+// metrics of BenchmarkSegmentSize and BenchmarkSegmentSizeConcurrent/1MiB):
 // the disk is shared and noisy, so absolute numbers move from run to run.
 // scripts/bench.sh runs them and writes docs/benchmarks.md.
 //
@@ -166,7 +166,7 @@ func (r *rawFile) writeSync() (wrote time.Time, err error) {
 
 // BenchmarkAppend: n concurrent appenders, each calling
 // Append([][]byte{rec}) with a 128-byte record in a loop; b.N is the total
-// number of appends, split between them. Default segment size (4 MiB).
+// number of appends, split between them. Default segment size (1 MiB).
 func BenchmarkAppend(b *testing.B) {
 	for _, n := range []int{1, 8, 64, 256} {
 		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) { benchAppend(b, n, 0) })

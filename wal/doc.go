@@ -46,8 +46,13 @@
 //     reported as a *CorruptError with the segment, offset, index and reason,
 //     and never skipped.
 //
-// Concurrent Append calls are group-committed: a committer goroutine takes
-// every waiting batch, writes them as one frame with one fsync, and wakes
-// their callers. An idle log commits at once: nothing waits for a batch to
-// fill.
+// Concurrent Append calls are group-committed: one commit takes every
+// waiting call, writes their records as one frame with one fsync, and wakes
+// the callers. An idle log (the last commit had one caller and none queued)
+// commits at once, on the caller's goroutine: nothing waits for a batch to
+// fill. A busy log commits on a committer goroutine, which first waits for
+// as many calls as were in flight at the end of the last commit, for at most
+// half that commit's duration (1 ms at most): without that wait, the callers
+// woken by one commit miss the next and the callers split into two groups
+// that take turns, each fsync carrying half of them.
 package wal

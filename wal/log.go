@@ -13,12 +13,13 @@ import (
 )
 
 // DefaultSegmentSize bounds the tail segment, which tidwall/wal holds in
-// memory and grows inside the log's lock. Measured here (docs/benchmarks.md):
-// with the committer goroutine, 256 KiB to 20 MiB segments give a similar
-// p99.9 under 256 appenders, and 4 MiB the best throughput; a single
-// buffer growth can still take tens of milliseconds on first-touch memory,
-// which shows in the max, not the p99.9.
-const DefaultSegmentSize = 4 << 20
+// memory and grows inside the commit (each growth copies the whole buffer
+// into fresh memory). Measured here (BenchmarkSegmentSizeConcurrent in
+// docs/benchmarks.md): once commits carry every waiting appender, 256 KiB
+// and 1 MiB segments give 1.5-2x the records/s of 4 MiB at 256 appenders and
+// a third of its p99.9, 20 MiB is worst; below 1 MiB the extra fsyncs of
+// more frequent segment changes start to show.
+const DefaultSegmentSize = 1 << 20
 
 // Options configure a Log. The zero value is valid.
 type Options struct {
@@ -63,12 +64,20 @@ type Log struct {
 	dir  string
 	opts Options
 
-	qmu        sync.Mutex // guards queue, committing and closing
+	qmu        sync.Mutex // guards the fields up to wmu
 	queue      []*request
-	committing bool          // the committer is writing a frame
+	committing bool          // a commit (gather, frame, fsync) is in progress
 	closing    bool          // Close has begun: no new appends
 	kick       chan struct{} // capacity 1: "the queue is not empty"
 	stopped    chan struct{} // closed when the committer has returned
+	// Gathering (see gather): expected is how many appends were in flight
+	// when the last commit ended (those it woke plus those queued); lastCommit
+	// is how long that commit's write and fsync took.
+	expected   int
+	lastCommit time.Duration
+	gathering  bool
+	arrived    chan struct{}                        // capacity 1: "an append queued while gathering"
+	after      func(time.Duration) <-chan time.Time // time.After; tests replace it
 
 	wmu      sync.Mutex // guards everything below; held by the committer
 	tw       *tidwall.Log
@@ -115,7 +124,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: opts, tw: tw, cutBytes: cut, kick: make(chan struct{}, 1), stopped: make(chan struct{})}
+	l := &Log{dir: dir, opts: opts, tw: tw, cutBytes: cut,
+		kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1), stopped: make(chan struct{}),
+		after: time.After}
 	if err := l.loadTail(); err != nil {
 		tw.Close()
 		return nil, err
@@ -172,10 +183,12 @@ func (l *Log) FirstIndex() (uint64, error) {
 
 // Append makes records durable as part of one frame and returns the frame's
 // index. It returns only after the frame is fsynced; a nil error means
-// durable. Concurrent calls share frames and fsyncs (group commit): a call
-// that finds no commit in progress commits everything queued, once, itself
-// (no handoff on an idle log); what arrives meanwhile is committed by the
-// committer goroutine. No caller commits more than one frame.
+// durable. Concurrent calls share frames and fsyncs (group commit). On an
+// idle log (the last commit had one append and left none queued) a call
+// that finds no commit in progress commits everything queued, once, itself:
+// no handoff, no waiting. Otherwise the committer goroutine commits, after
+// gathering the appends of the last commit back into one frame (see
+// gather). No caller commits more than one frame.
 func (l *Log) Append(records [][]byte) (uint64, error) {
 	if len(records) == 0 {
 		return 0, errors.New("wal: append of no records")
@@ -187,33 +200,98 @@ func (l *Log) Append(records [][]byte) (uint64, error) {
 		return 0, ErrClosed
 	}
 	l.queue = append(l.queue, req)
-	if l.committing {
+	switch {
+	case l.committing:
+		if l.gathering {
+			signal(l.arrived)
+		}
 		l.qmu.Unlock()
-		<-req.done
+	case l.expected <= 1:
+		l.commitQueued() // unlocks qmu
 		return req.index, req.err
+	default:
+		l.qmu.Unlock()
+		signal(l.kick)
 	}
-	l.commitQueued() // unlocks qmu
+	<-req.done
 	return req.index, req.err
 }
 
-// commitQueued commits the whole queue as one frame. Called with qmu held
-// and no commit in progress; returns with qmu released, after waking the
-// committer if more is queued (or Close waits).
+// signal makes a non-blocking send on a channel of capacity 1.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// commitQueued commits the queue as one frame, after gathering. Called with
+// qmu held and no commit in progress; returns with qmu released, after
+// waking the committer if more is queued (or Close waits).
 func (l *Log) commitQueued() {
+	l.committing = true
+	l.gather()
 	batch := l.queue
-	l.queue, l.committing = nil, true
+	l.queue = nil
 	l.qmu.Unlock()
+	start := time.Now()
 	l.commit(batch)
+	took := time.Since(start)
 	l.qmu.Lock()
 	l.committing = false
+	l.expected = len(batch) + len(l.queue)
+	l.lastCommit = took
 	wake := len(l.queue) > 0 || l.closing
 	l.qmu.Unlock()
 	if wake {
+		signal(l.kick)
+	}
+}
+
+// maxGather bounds how long a commit waits for appends to gather.
+const maxGather = time.Millisecond
+
+// gather waits, before a commit takes the queue, for as many appends as
+// were in flight when the last commit ended, for at most half that
+// commit's duration (and maxGather). Called with qmu held; may release it
+// while waiting.
+//
+// Why: when n appenders each wait for their own fsync, the ones woken by
+// commit k come back while commit k+1 (holding those that queued during k)
+// is being fsynced, so they miss it: without a wait the appenders split into
+// two groups that take turns, and each fsync carries about n/2 of them.
+// Waiting a fraction of an fsync for the woken ones to come back merges the
+// groups. An idle log never waits (expected <= 1), nor does a queue that
+// already holds the expected appends; it is PostgreSQL's commit_delay,
+// applied only when the last commit shows concurrent appenders.
+func (l *Log) gather() {
+	if len(l.queue) >= l.expected || l.closing {
+		return
+	}
+	wait := min(l.lastCommit/2, maxGather)
+	if wait <= 0 {
+		return
+	}
+	select { // drop a signal left from an earlier gather
+	case <-l.arrived:
+	default:
+	}
+	l.gathering = true
+	timeout := l.after(wait)
+	for len(l.queue) < l.expected && !l.closing {
+		l.qmu.Unlock()
+		expired := false
 		select {
-		case l.kick <- struct{}{}:
-		default:
+		case <-l.arrived:
+		case <-timeout:
+			expired = true
+		}
+		l.qmu.Lock()
+		if expired {
+			break
 		}
 	}
+	l.gathering = false
 }
 
 // committer commits what queues up while a commit is in progress, until
@@ -347,10 +425,8 @@ func (l *Log) Close() error {
 	l.closing = true
 	l.qmu.Unlock()
 	if !wasClosing {
-		select {
-		case l.kick <- struct{}{}:
-		default:
-		}
+		signal(l.kick)
+		signal(l.arrived)
 	}
 	<-l.stopped
 	l.wmu.Lock()

@@ -59,8 +59,8 @@ func BenchmarkSegmentSize(b *testing.B) {
 		name string
 		size int
 	}{
-		{"1MiB", 1 << 20},
-		{"4MiB", wal.DefaultSegmentSize},
+		{"1MiB", wal.DefaultSegmentSize},
+		{"4MiB", 4 << 20},
 		{"20MiB", 20 << 20}, // tidwall/wal's own default
 	} {
 		b.Run(s.name, func(b *testing.B) { benchSegmentSize(b, s.size) })
@@ -68,7 +68,7 @@ func BenchmarkSegmentSize(b *testing.B) {
 }
 
 // BenchmarkSegmentSizeConcurrent is BenchmarkAppend/appenders=256 with
-// several segment sizes (4MiB, the default, is the baseline). Under load the
+// several segment sizes (1MiB, the default, is the baseline). Under load the
 // commit path is busy all the time, so whatever tidwall's Write spends on
 // growing the tail buffer, under the log's lock, delays every caller queued
 // behind that commit.
@@ -78,8 +78,8 @@ func BenchmarkSegmentSizeConcurrent(b *testing.B) {
 		size int
 	}{
 		{"256KiB", 256 << 10},
-		{"1MiB", 1 << 20},
-		{"4MiB", wal.DefaultSegmentSize},
+		{"1MiB", wal.DefaultSegmentSize},
+		{"4MiB", 4 << 20},
 		{"20MiB", 20 << 20},
 	} {
 		b.Run(s.name, func(b *testing.B) { benchAppend(b, 256, s.size) })
