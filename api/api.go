@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,7 +152,12 @@ func (s *Server) putWorkflow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	spec, err := workflow.Parse("", body)
+	file, err := workflowFile(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	spec, err := workflow.Parse(file, body)
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("%w: %v", engine.ErrInvalid, err))
 		return
@@ -166,6 +172,27 @@ func (s *Server) putWorkflow(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, view)
+}
+
+// WorkflowFileHeader names, on POST /workflows, the absolute path of the
+// file the YAML came from (orkwal apply sends it). The daemon does not read
+// that file: it names it in errors and resolves the workflow's relative
+// paths (a python task's file, workdirs) against its folder, as it does for
+// files loaded with --workflows.
+const WorkflowFileHeader = "X-Orkwal-Workflow-File"
+
+// workflowFile returns the request's WorkflowFileHeader ("" when absent).
+func workflowFile(r *http.Request) (string, error) {
+	vs := r.Header.Values(WorkflowFileHeader)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1:
+		return "", fmt.Errorf("%w: %s: given %d times, give it once", engine.ErrInvalid, WorkflowFileHeader, len(vs))
+	case !filepath.IsAbs(vs[0]) || filepath.Clean(vs[0]) != vs[0]:
+		return "", fmt.Errorf("%w: %s: %q is not a clean absolute path", engine.ErrInvalid, WorkflowFileHeader, vs[0])
+	}
+	return vs[0], nil
 }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {

@@ -233,3 +233,45 @@ func TestFailedWALAnswers503AndKeepsServingReads(t *testing.T) {
 		t.Errorf("healthz with a failed WAL: %d %s", code, body)
 	}
 }
+
+// TestPutWorkflowFileHeader: X-Orkwal-Workflow-File gives a posted workflow
+// the folder its relative paths resolve against; a bad header is a 400
+// naming it, and nothing is recorded.
+func TestPutWorkflowFileHeader(t *testing.T) {
+	f := newFixture(t)
+	const relative = "name: rel\ntasks:\n  t: {command: [cat, marker], workdir: sub}\n"
+	post := func(header ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", f.srv.URL+"/workflows", strings.NewReader(relative))
+		for _, h := range header {
+			req.Header.Add(WorkflowFileHeader, h)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	frames := f.walFrames()
+	for _, bad := range [][]string{{"wf/rel.yaml"}, {"/srv/../etc/rel.yaml"}, {"/a/rel.yaml", "/b/rel.yaml"}} {
+		if code, body := post(bad...); code != 400 || !strings.Contains(body, WorkflowFileHeader) {
+			t.Errorf("header %q: %d %s, want 400 naming the header", bad, code, body)
+		}
+	}
+	if f.walFrames() != frames {
+		t.Fatal("a rejected workflow was recorded")
+	}
+	code, body := post("/srv/flows/rel.yaml")
+	if code != 201 {
+		t.Fatalf("with the header: %d %s", code, body)
+	}
+	view, err := f.eng.Workflow("rel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := view.Tasks[0].Workdir; got != "/srv/flows/sub" {
+		t.Errorf("workdir %q, want it resolved against the file's folder", got)
+	}
+}

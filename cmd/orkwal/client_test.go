@@ -179,6 +179,31 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// TestApplyResolvesPathsAgainstTheFile: a workflow recorded with apply
+// resolves its relative paths against the file's folder, as --workflows does:
+// the task runs in the workdir next to the file, not the daemon's.
+func TestApplyResolvesPathsAgainstTheFile(t *testing.T) {
+	url := cliDaemon(t, executors.NewProcess(executors.ProcessConfig{}))
+	file := cliWriteFile(t, "rel.yaml", "name: rel\ntasks:\n  t:\n    command: [cat, marker]\n    workdir: sub\n")
+	sub := filepath.Join(filepath.Dir(file), "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "marker"), []byte("here\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, exitOK, "apply", "--addr", url, file)
+	out, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "--wait", "-o", "json", "rel")
+	var run engine.RunView
+	if err := json.Unmarshal([]byte(out), &run); err != nil || run.Status != "success" {
+		t.Fatalf("run: %v, status %q\n%s", err, run.Status, out)
+	}
+	logs, _ := mustCLI(t, exitOK, "logs", "--addr", url, run.ID, "t")
+	if !strings.Contains(logs, "here") {
+		t.Errorf("the task did not run in %s: log %q", sub, logs)
+	}
+}
+
 func TestTrigger(t *testing.T) {
 	url := cliApplied(t)
 	out, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "-p", "date=2024-05-05", "etl")

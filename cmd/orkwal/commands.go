@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -253,9 +254,16 @@ func applyAction(c *cli.Context) error {
 	if _, err := workflow.Parse(file, data); err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return exitf(exitFailure, "%s: %v", file, err)
+	}
+	// The daemon resolves the workflow's relative paths against the file's
+	// folder, as for --workflows (it runs on the same machine).
 	var view engine.WorkflowView
 	status, _, err := s.cl.call(s.ctx, request{method: http.MethodPost, path: "/workflows",
-		contentType: "application/yaml", body: data}, &view)
+		contentType: "application/yaml", body: data,
+		header: http.Header{api.WorkflowFileHeader: {abs}}}, &view)
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", file, err)
 	}

@@ -166,7 +166,7 @@ func (p *parser) checkPython(pt parsedTask, path string) error {
 	if !filepath.IsAbs(t.File) {
 		if p.dir == "" {
 			return p.fail(pt.nodes["file"], joinPath(path, "file"),
-				"%q is relative, and this workflow has no folder: load it with orkwal run --workflows, or use an absolute path", t.File)
+				"%q is relative, and this workflow has no folder: load it with orkwal run --workflows or orkwal apply (which sends the file's path), or use an absolute path", t.File)
 		}
 		t.File = filepath.Join(p.dir, t.File)
 	}
