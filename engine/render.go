@@ -6,12 +6,11 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/orkwal/orkwal/replay/workflow"
 )
 
-var (
-	placeholderRe = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
-	envRefRe      = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
-)
+var envRefRe = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // render fills a template at dispatch: {{params.NAME}}, {{inputs.NAME}} (a
 // JSON string input gives its text, any other value its JSON), and
@@ -20,8 +19,7 @@ var (
 // out of the WAL. The parser has checked the placeholders' names.
 func render(tmpl string, in *taskInput) (string, error) {
 	var err error
-	out := placeholderRe.ReplaceAllStringFunc(tmpl, func(m string) string {
-		ref := strings.TrimSpace(m[2 : len(m)-2])
+	out := workflow.ExpandPlaceholders(tmpl, func(ref string) string {
 		if name, ok := strings.CutPrefix(ref, "params."); ok {
 			return in.Params[name]
 		}

@@ -177,8 +177,7 @@ func (p *parser) checkPython(pt parsedTask, path string) error {
 }
 
 var (
-	templateRe = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
-	envRefRe   = regexp.MustCompile(`\$\{([^}]*)\}`)
+	envRefRe = regexp.MustCompile(`\$\{([^}]*)\}`)
 )
 
 // checkTemplates checks the placeholders of an http task and of env values:
@@ -203,7 +202,7 @@ func (p *parser) checkTemplates(spec *Spec, pt parsedTask, path string) error {
 	}
 	for _, key := range sortedKeys(fields) {
 		v, at := fields[key], joinPath(path, key)
-		for _, m := range templateRe.FindAllStringSubmatch(v, -1) {
+		for _, m := range placeholderRe.FindAllStringSubmatch(v, -1) {
 			if !knownPlaceholder(spec, t, m[1]) {
 				return p.fail(pt.node, at, "placeholder {{%s}}: use {{params.NAME}} of a declared param or {{inputs.NAME}} of a declared input", m[1])
 			}
