@@ -267,6 +267,13 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 		p("| ≥ %s records/s at %s appenders | %s records/s | raw write+fsync %s/s (%s) | %s |",
 			num(t.want), t.n, num(rs.med(name, "records/s")), num(rs.med(rawName, "records/s")),
 			times(rs.ratio(name, "records/s", rawName, "records/s")), verdict(rs.med(name, "records/s"), t.want, true))
+		// The targets assume a disk doing about 4,000 fsyncs/s; the
+		// shared disk here often does far fewer. The same target as a ratio
+		// to the raw fsync rate measured in the same round:
+		p("| the same as a ratio: ≥ %s× raw write+fsync at %s appenders (%s ÷ the issue's ~4,000 fsyncs/s) | %s | raw write+fsync %s/s | %s |",
+			strconv.FormatFloat(t.want/4000, 'f', 0, 64), t.n, num(t.want),
+			times(rs.ratio(name, "records/s", rawName, "records/s")), num(rs.med(rawName, "records/s")),
+			verdict(rs.ratio(name, "records/s", rawName, "records/s"), t.want/4000, true))
 	}
 	for _, n := range appenders {
 		name := appendName + n
