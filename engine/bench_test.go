@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
@@ -38,31 +40,152 @@ func liveState(b *testing.B, runs, tasks int) *replay.State {
 }
 
 // BenchmarkCompactionPause measures the engine loop's pause when a
-// compaction starts: the copy of the state taken under the lock
-// (replay.State.Snapshot), with 100,000 live tasks. Encoding and writing
-// happen outside the lock and are reported separately for scale.
+// compaction starts, with 100,000 live tasks (1,000 runs of 100), for the
+// old way and the current one in the same run, alternately:
+//
+//   - old: the loop copies every run and task at once (State.Snapshot)
+//     inside its turn;
+//   - new: the loop only begins the snapshot (State.BeginSnapshot) and a
+//     background goroutine copies it step by step under the engine's lock
+//     (Engine.copySnapshot), while the loop keeps turning; what a turn
+//     changes meanwhile is saved first by Apply.
+//
+// A simulated loop turns back to back, each turn taking the lock and
+// applying 48 records (an attempt interrupted, dispatched again and started,
+// on 16 runs in turn). The pause of one snapshot (old-*, new-*) is its
+// longest turn, lock wait included, from the turn that starts it until the
+// copy is complete; old+encode-* and new+encode-* extend the window until
+// it is also encoded in the background, as the engine writes it (the
+// encoder competes with the loop for the cores and makes garbage, in both
+// ways). Turns without a snapshot are the baseline (turn-*). p50/p99/max
+// are over b.N snapshots of each kind (-benchtime=100x); *-cpu-ms/snap is
+// the process CPU per snapshot, encoding included.
+//
+// Wall time on a shared machine includes waiting for a core; the *-cpu
+// figures are the thread CPU time of each old copy and of each new step,
+// measured apart: the work the design bounds.
 func BenchmarkCompactionPause(b *testing.B) {
-	st := liveState(b, 1000, 100)
-	var pauses []time.Duration
-	var encode, cpu time.Duration
+	const runs, tasks = 1000, 100
+	st := liveState(b, runs, tasks)
+	e := &Engine{log: quiet, state: st}
+	attempt := make([]int, runs)
+	for i := range attempt {
+		attempt[i] = 1
+	}
+	next := 0
+	turn := func(during func()) time.Duration {
+		start := time.Now()
+		e.mu.Lock()
+		for k := 0; k < 16; k++ {
+			r := next % runs
+			next++
+			ref := replay.TaskRef{Run: fmt.Sprintf("run-%06d", r)}
+			a := attempt[r]
+			for _, rec := range []replay.Record{&replay.TaskInterrupted{TaskRef: ref, Attempt: a, Clean: true, At: 5},
+				&replay.TaskDispatched{TaskRef: ref, Attempt: a + 1, At: 6}, &replay.TaskStarted{TaskRef: ref, Attempt: a + 1, At: 7}} {
+				if err := st.Apply(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			attempt[r] = a + 1
+		}
+		if during != nil {
+			during()
+		}
+		e.mu.Unlock()
+		return time.Since(start)
+	}
+	var old, cur, oldEnc, curEnc, base []time.Duration
+	var oldCPU, curCPU time.Duration
+	var steps int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		start, cpu0 := time.Now(), cpuTime()
-		snap := st.Snapshot(uint64(i))
-		pauses = append(pauses, time.Since(start))
-		cpu += cpuTime() - cpu0
-		if i == 0 {
-			start = time.Now()
-			snap.Encode(io.Discard)
-			encode = time.Since(start)
+		for j := 0; j < 10; j++ {
+			base = append(base, turn(nil))
+		}
+		// Each way: the loop turns until the snapshot is copied, then
+		// until it is encoded in the background (as the engine writes it).
+		during := func(done chan error) time.Duration {
+			var longest time.Duration
+			for {
+				select {
+				case err := <-done:
+					if err != nil {
+						b.Fatal(err)
+					}
+					return longest
+				default:
+					longest = max(longest, turn(nil))
+				}
+			}
+		}
+		var snap *replay.Snapshot
+		copied, encoded := make(chan error), make(chan error)
+		cpu0 := cpuTime()
+		old = append(old, turn(func() { snap = st.Snapshot(uint64(i)) }))
+		go func() { encoded <- snap.Encode(io.Discard) }()
+		oldEnc = append(oldEnc, max(old[i], during(encoded)))
+		oldCPU += cpuTime() - cpu0
+
+		cpu0 = cpuTime()
+		start := turn(func() { snap = st.BeginSnapshot(uint64(i)) })
+		go func() {
+			err := e.copySnapshot(snap)
+			copied <- err
+			if err == nil {
+				encoded <- snap.Encode(io.Discard)
+			}
+		}()
+		cur = append(cur, max(start, during(copied)))
+		curEnc = append(curEnc, max(cur[i], during(encoded)))
+		curCPU += cpuTime() - cpu0
+		steps += (runs*(tasks+1) + snapshotStep - 1) / snapshotStep
+	}
+	b.StopTimer()
+
+	// The work under the lock apart from the scheduler: the thread CPU time
+	// of each old copy and of each step, one snapshot at a time.
+	var oldWork, stepWork []time.Duration
+	runtime.LockOSThread()
+	for i := 0; i < min(b.N, 20); i++ {
+		c0 := threadCPU()
+		st.Snapshot(uint64(i))
+		oldWork = append(oldWork, threadCPU()-c0)
+		snap := st.BeginSnapshot(uint64(i))
+		for done := false; !done; {
+			c0 = threadCPU()
+			done, _ = snap.CopyStep(snapshotStep)
+			stepWork = append(stepWork, threadCPU()-c0)
 		}
 	}
-	sort.Slice(pauses, func(i, j int) bool { return pauses[i] < pauses[j] })
-	p99 := pauses[len(pauses)*99/100]
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-pause-ms")
-	b.ReportMetric(float64(pauses[len(pauses)-1].Microseconds())/1000, "max-pause-ms")
-	b.ReportMetric(float64(encode.Microseconds())/1000, "encode-ms(background)")
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/pause")
+	runtime.UnlockOSThread()
+
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	report := func(name string, ds []time.Duration) {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		b.ReportMetric(ms(ds[len(ds)/2]), name+"-p50-ms")
+		b.ReportMetric(ms(ds[(len(ds)*99+99)/100-1]), name+"-p99-ms") // nearest rank
+		b.ReportMetric(ms(ds[len(ds)-1]), name+"-max-ms")
+	}
+	report("old", old)
+	report("new", cur)
+	report("old+encode", oldEnc)
+	report("new+encode", curEnc)
+	report("turn", base)
+	report("old-copy-cpu", oldWork)
+	report("new-step-cpu", stepWork)
+	b.ReportMetric(ms(oldCPU)/float64(b.N), "old-cpu-ms/snap")
+	b.ReportMetric(ms(curCPU)/float64(b.N), "new-cpu-ms/snap")
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/snap")
+	b.ReportMetric(float64(runs*tasks), "tasks")
+}
+
+// threadCPU is the calling thread's CPU time (the goroutine must be locked
+// to its thread).
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0) // CLOCK_THREAD_CPUTIME_ID
+	return time.Duration(ts.Nano())
 }
 
 // cpuTime is the process's user+system CPU time: on a shared, noisy machine

@@ -80,8 +80,9 @@ func statuses(st *replay.State) (snapshot, map[string]replay.RunStatus) {
 
 // FuzzApply: random record sequences never panic, rejected records change
 // nothing, terminal states stay terminal, a run ends exactly when all its
-// tasks are terminal, and replaying the accepted records gives the same
-// state.
+// tasks are terminal, replaying the accepted records gives the same state,
+// and so do a snapshot then replay, and an incremental snapshot copied
+// while the rest is applied.
 func FuzzApply(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0})
 	f.Add([]byte{0, 1, 0, 0, 2, 1, 1, 0, 3, 1, 0, 0, 6, 1, 0, 1, 3, 1, 0, 1, 5, 1, 0, 1})
@@ -115,6 +116,8 @@ func FuzzApply(f *testing.F) {
 			t.Fatal("replayed state differs from live state")
 		}
 		checkSnapshotReplay(t, accepted, len(b)%(len(accepted)+1))
+		checkIncrementalSnapshot(t, accepted, len(b)%(len(accepted)+1), nil)
+		checkIncrementalSnapshot(t, accepted, len(b)%(len(accepted)+1), b)
 	})
 }
 

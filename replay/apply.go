@@ -116,6 +116,7 @@ func (s *State) checkNewRun(id, wf string, version int) error {
 
 // newRun adds a run of its workflow's current version, with its tasks.
 func (s *State) newRun(run *Run) {
+	s.bornRun(run)
 	run.Seq, run.Spec, run.Status = s.NextRunSeq, s.Workflows[run.Workflow].Spec, RunPending
 	s.NextRunSeq++
 	if run.IdemKey != "" {
@@ -212,6 +213,7 @@ func (s *State) createTasks(run *Run, at int64) {
 func (s *State) newTask(run *Run, specIndex int, ts *workflow.Task, parent int) *Task {
 	t := &Task{Run: run, Index: len(run.Tasks), SpecIndex: specIndex, Name: ts.Name, Seq: s.NextSeq,
 		Status: Pending, Parent: parent, Count: 1, Priority: ts.Priority}
+	s.born(t)
 	s.NextSeq++
 	if ts.Mutex != "" && !ts.FansOut() || ts.Mutex != "" && parent >= 0 {
 		t.MutexKey = workflow.RenderMutex(ts.Mutex, run.Params)
@@ -232,11 +234,13 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 	case t.Run.CancelRequested:
 		return invalid("task_dispatched: run %s is being cancelled", t.Run.ID)
 	}
+	s.touch(t)
 	s.ready.drop(t)
 	t.Status, t.Attempt, t.DispatchedAt = Dispatched, r.Attempt, r.At
 	t.PID, t.StartTime, t.StartedAt, t.ExitCode, t.Error, t.Output = 0, 0, 0, 0, "", nil
 	s.flight(t, +1)
 	if t.Run.Status == RunPending {
+		s.touchRun(t.Run)
 		t.Run.Status, t.Run.StartedAt = RunRunning, r.At
 		s.activeRuns[t.Run.Workflow]++
 	}
@@ -272,6 +276,7 @@ func (s *State) applyTaskStarted(r *TaskStarted) error {
 	if t.Status != Dispatched {
 		return invalid("task_started: task %s is already %s", t.ID(), t.Status)
 	}
+	s.touch(t)
 	t.Status, t.PID, t.StartTime, t.StartedAt = Running, r.PID, r.StartTime, r.At
 	return nil
 }
@@ -281,6 +286,7 @@ func (s *State) applyTaskFinished(r *TaskFinished) error {
 	if err != nil {
 		return err
 	}
+	s.touch(t)
 	s.flight(t, -1)
 	t.ExitCode, t.Error, t.Output = r.ExitCode, r.Error, r.Output
 	switch {
@@ -299,6 +305,7 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if err != nil {
 		return err
 	}
+	s.touch(t)
 	s.flight(t, -1)
 	if !r.Clean {
 		t.Interruptions++
@@ -331,9 +338,11 @@ func (s *State) applyRunCancel(r *RunCancelRequested) error {
 	case run.CancelRequested:
 		return invalid("run %s is already being cancelled", r.ID)
 	}
+	s.touchRun(run)
 	run.CancelRequested = true
 	for _, t := range run.Tasks {
 		if t.Status == Pending {
+			s.touch(t)
 			t.Error = "cancelled"
 			s.cancel(t, r.At)
 		}
@@ -369,6 +378,9 @@ func (s *State) applyRunsPruned(r *RunsPruned) error {
 		drop[id] = true
 	}
 	kept := s.RunList[:0]
+	if s.pend != nil { // it holds the run list at N: build a new one
+		kept = make([]*Run, 0, len(s.RunList)-len(drop))
+	}
 	for _, run := range s.RunList {
 		if drop[run.ID] {
 			delete(s.Runs, run.ID)
@@ -379,7 +391,9 @@ func (s *State) applyRunsPruned(r *RunsPruned) error {
 		}
 		kept = append(kept, run)
 	}
-	clear(s.RunList[len(kept):])
+	if s.pend == nil {
+		clear(s.RunList[len(kept):])
+	}
 	s.RunList = kept
 	s.ready.compact()
 	return nil

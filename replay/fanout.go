@@ -15,6 +15,8 @@ const maxInstances = 100_000
 // give a count or a list fails the node.
 func (s *State) expand(n *Task, at int64) {
 	count, items, err := fanOut(n)
+	s.touch(n)
+	s.touchRun(n.Run) // before instances are appended to its tasks
 	n.Expanded, n.Status = true, Running
 	if err != nil {
 		n.Error, n.ExitCode = err.Error(), -1
@@ -109,6 +111,7 @@ func (s *State) instanceEnded(t *Task, at int64) {
 	if n.instActive > 0 || n.Status.Terminal() {
 		return
 	}
+	s.touch(n)
 	switch {
 	case n.instFailed == 0:
 		n.Output = joinOutputs(n)

@@ -12,12 +12,14 @@ import (
 func (s *State) release(t *Task, at int64) {
 	switch {
 	case t.Run.CancelRequested:
+		s.touch(t)
 		t.Error = "cancelled"
 		s.cancel(t, at)
 	case t.IsNode() && !t.Expanded:
 		s.expand(t, at)
 	default:
 		if d := t.Spec().Delay; d > 0 && t.NotBefore == 0 {
+			s.touch(t)
 			t.NotBefore = at + int64(d)
 		}
 		s.ready.push(t)
@@ -31,6 +33,7 @@ func (s *State) cancel(t *Task, at int64)  { s.end(t, Cancelled, at) }
 // attemptFailed retries t after its backoff while retries remain, and fails
 // it otherwise.
 func (s *State) attemptFailed(t *Task, at int64) {
+	s.touch(t)
 	t.Failures++
 	spec := t.Spec()
 	if t.Failures > spec.Retries {
@@ -49,6 +52,7 @@ func (s *State) attemptFailed(t *Task, at int64) {
 // end moves t to a terminal status and propagates: to its fan-out node, to
 // its downstream tasks, and to its run.
 func (s *State) end(t *Task, status TaskStatus, at int64) {
+	s.touch(t)
 	s.ready.drop(t)
 	s.mutexRemove(t)
 	t.Status, t.FinishedAt = status, at
@@ -79,6 +83,7 @@ func (s *State) notifyDownstream(t *Task, at int64) {
 			}
 			continue
 		}
+		s.touch(dt)
 		dt.Error = "upstream task " + t.Key() + " did not succeed"
 		s.end(dt, Skipped, at)
 	}
@@ -89,6 +94,7 @@ func (s *State) maybeFinishRun(run *Run, at int64) {
 	if run.active > 0 || run.Status.Finished() {
 		return
 	}
+	s.touchRun(run)
 	if run.Status == RunRunning {
 		s.activeRuns[run.Workflow]--
 	}
@@ -109,6 +115,7 @@ func (s *State) maybeFinishRun(run *Run, at int64) {
 // rerun puts a finished run's failed, skipped and cancelled tasks back to
 // pending, keeping every success and its output.
 func (s *State) rerun(run *Run, at int64) {
+	s.touchRun(run)
 	for _, t := range run.Tasks {
 		if t.Status == Failed || t.Status == Skipped || t.Status == Cancelled {
 			s.reset(t)
@@ -141,6 +148,7 @@ func (s *State) rerun(run *Run, at int64) {
 // reset returns a task to pending with a fresh retry budget. An expanded
 // node goes back to running: its own instances are reset one by one.
 func (s *State) reset(t *Task) {
+	s.touch(t)
 	t.Failures, t.Interruptions, t.NotBefore = 0, 0, 0
 	t.Error, t.ExitCode, t.Output, t.FinishedAt = "", 0, nil, 0
 	if t.Expanded {

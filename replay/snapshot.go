@@ -48,9 +48,12 @@ type Snapshot struct {
 	Schedules  []Schedule
 	Runs       []SnapRun
 
-	// copies are the runs as value copies, taken under the engine's lock;
-	// Encode turns them into Runs outside it.
+	// copies are the runs as value copies, taken under the engine's lock
+	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
+	// Encode turns them into Runs outside the lock.
 	copies []runCopy
+	pend   *pending
+	specs  map[*workflow.Spec]int // Specs' indexes, while they are assigned
 }
 
 // runCopy is a run and its tasks copied by value. Their slices, strings and
@@ -130,23 +133,31 @@ type SnapTask struct {
 	Deps          []int
 }
 
-// Snapshot copies the state's persisted fields. Strings, byte slices and
+// Snapshot copies the state's persisted fields at once: its cost grows with
+// the number of tasks (BeginSnapshot spreads it). Strings, byte slices and
 // specs are shared (they are never mutated in place); everything else is
 // copied, so the result may be encoded while the state moves on.
 func (s *State) Snapshot(index uint64) *Snapshot {
-	snap := &Snapshot{Index: index, NextSeq: s.NextSeq, NextRunSeq: s.NextRunSeq}
-	specs := map[*workflow.Spec]int{}
-	specOf := func(name string, version int, spec *workflow.Spec) int {
-		if i, ok := specs[spec]; ok {
-			return i
+	snap := &Snapshot{Index: index, NextSeq: s.NextSeq, NextRunSeq: s.NextRunSeq, specs: map[*workflow.Spec]int{}}
+	snap.copyWorkflows(s)
+	snap.copies = make([]runCopy, len(s.RunList))
+	for i, r := range s.RunList {
+		c := runCopy{run: *r, spec: snap.specOf(r.Workflow, r.Version, r.Spec), tasks: make([]Task, len(r.Tasks))}
+		for j, t := range r.Tasks {
+			c.tasks[j] = *t
 		}
-		specs[spec] = len(snap.Specs)
-		snap.Specs = append(snap.Specs, SnapSpec{Workflow: name, Version: version, Spec: spec})
-		return specs[spec]
+		snap.copies[i] = c
 	}
+	snap.specs = nil
+	return snap
+}
+
+// copyWorkflows copies the workflows and schedules, and numbers the
+// workflows' specs first.
+func (snap *Snapshot) copyWorkflows(s *State) {
 	for _, name := range sortedNames(s.Workflows) {
 		w := s.Workflows[name]
-		specOf(w.Name, w.Version, w.Spec)
+		snap.specOf(w.Name, w.Version, w.Spec)
 		snap.Workflows = append(snap.Workflows, SnapWorkflow{Name: w.Name, Version: w.Version, Source: w.Source,
 			CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt})
 	}
@@ -155,44 +166,56 @@ func (s *State) Snapshot(index uint64) *Snapshot {
 		sc.Fires = append([]Fire(nil), sc.Fires...)
 		snap.Schedules = append(snap.Schedules, sc)
 	}
-	snap.copies = make([]runCopy, len(s.RunList))
-	for i, r := range s.RunList {
-		c := runCopy{run: *r, spec: specOf(r.Workflow, r.Version, r.Spec), tasks: make([]Task, len(r.Tasks))}
-		for j, t := range r.Tasks {
-			c.tasks[j] = *t
-		}
-		snap.copies[i] = c
-	}
-	return snap
 }
 
-// flatten turns the value copies into the encoded form.
-func (snap *Snapshot) flatten() {
+// specOf returns spec's index in Specs, adding it at the end the first time.
+func (snap *Snapshot) specOf(name string, version int, spec *workflow.Spec) int {
+	if i, ok := snap.specs[spec]; ok {
+		return i
+	}
+	snap.specs[spec] = len(snap.Specs)
+	snap.Specs = append(snap.Specs, SnapSpec{Workflow: name, Version: version, Spec: spec})
+	return snap.specs[spec]
+}
+
+// flatten turns the copies into the encoded form.
+func (snap *Snapshot) flatten() error {
+	if snap.pend != nil {
+		return snap.flattenPending()
+	}
 	if snap.copies == nil {
-		return
+		return nil
 	}
 	snap.Runs = make([]SnapRun, len(snap.copies))
 	for i := range snap.copies {
-		snap.Runs[i] = snapRun(&snap.copies[i].run, snap.copies[i].tasks, snap.copies[i].spec)
+		c := &snap.copies[i]
+		sr := snapRunFields(&c.run)
+		sr.Spec, sr.Tasks = c.spec, make([]SnapTask, len(c.tasks))
+		for j := range c.tasks {
+			sr.Tasks[j] = snapTask(&c.tasks[j])
+		}
+		snap.Runs[i] = sr
 	}
 	snap.copies = nil
+	return nil
 }
 
-func snapRun(r *Run, tasks []Task, spec int) SnapRun {
-	sr := SnapRun{ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Spec: spec, Params: r.Params,
+// snapRunFields is a run's persisted fields, without its spec index and
+// tasks.
+func snapRunFields(r *Run) SnapRun {
+	return SnapRun{ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
 		Trigger: r.Trigger, ScheduledAt: r.ScheduledAt, Queued: r.Queued, Status: r.Status, CreatedAt: r.CreatedAt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested, IdemKey: r.IdemKey,
-		Tasks: make([]SnapTask, len(tasks))}
-	for i := range tasks {
-		t := &tasks[i]
-		sr.Tasks[i] = SnapTask{SpecIndex: t.SpecIndex, Name: t.Name, Seq: t.Seq, Status: t.Status, Attempt: t.Attempt,
-			Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
-			Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
-			Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
-			ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, DispatchedAt: t.DispatchedAt,
-			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps}
-	}
-	return sr
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested, IdemKey: r.IdemKey}
+}
+
+// snapTask is a task's persisted fields.
+func snapTask(t *Task) SnapTask {
+	return SnapTask{SpecIndex: t.SpecIndex, Name: t.Name, Seq: t.Seq, Status: t.Status, Attempt: t.Attempt,
+		Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
+		Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
+		Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
+		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, DispatchedAt: t.DispatchedAt,
+		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps}
 }
 
 func sortedNames[V any](m map[string]V) []string {
@@ -206,7 +229,9 @@ func sortedNames[V any](m map[string]V) []string {
 
 // Encode writes the snapshot file: header, then body.
 func (snap *Snapshot) Encode(w io.Writer) error {
-	snap.flatten()
+	if err := snap.flatten(); err != nil {
+		return err
+	}
 	var body bytes.Buffer
 	enc := msgpack.NewEncoder(&body)
 	enc.SetSortMapKeys(true)

@@ -62,6 +62,11 @@ type State struct {
 	mutexes    map[string][]*Task // derived: per mutex key, its unfinished tasks in creation order
 	idem       map[string]*Run    // derived: idempotency key → run
 	activeRuns map[string]int     // derived: running runs per workflow
+
+	// Incremental snapshots (cow.go): the generation of the latest
+	// BeginSnapshot, and the snapshot being copied, if any.
+	snapGen uint32
+	pend    *pending
 }
 
 // New returns an empty state.
@@ -124,6 +129,12 @@ type Run struct {
 
 	active int // derived: tasks not terminal
 	failed int // derived: failed tasks
+
+	// snapGen is the generation of the snapshot that holds this run's
+	// value (cow.go), snapIdx where; any write to a persisted field of a
+	// run goes after s.touchRun(run).
+	snapGen uint32
+	snapIdx int
 }
 
 // Task is one task of a run: a spec task, or one instance of a fan-out.
@@ -162,6 +173,7 @@ type Task struct {
 	waiting    int    // derived: upstream tasks not yet done
 	queued     bool   // derived: in the ready queue
 	queueGen   uint32 // derived: bumped at every push, see readyQueue
+	snapGen    uint32 // the snapshot generation that holds its value; any write to a persisted field goes after s.touch(t) (cow.go)
 	instActive int    // derived, nodes: instances not terminal
 	instFailed int    // derived, nodes: instances failed or cancelled
 	instFlight int    // derived, nodes: instances dispatched or running

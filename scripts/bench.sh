@@ -13,6 +13,8 @@
 #   STALL_APPENDS appends per BenchmarkSegmentSize case (40000)
 #   ENGINE_TIME   -benchtime of the engine, API and Dagu benchmarks (1x)
 #   RECOVERY_TIME -benchtime of BenchmarkRecovery (3x)
+#   PAUSE_TIME    -benchtime of BenchmarkCompactionPause: snapshots of each
+#                 kind (100x, about a minute)
 #   IDLE_SECONDS  idle time of BenchmarkIdleCPU (60)
 #   SLEEP_SECONDS length of BenchmarkDaemonRSS's sleep tasks (120)
 #   ONLY          "wal" or "engine": run only that part (the page then shows
@@ -28,6 +30,7 @@ REPLAY_TIME=${REPLAY_TIME:-1s}
 STALL_APPENDS=${STALL_APPENDS:-40000}
 ENGINE_TIME=${ENGINE_TIME:-1x}
 RECOVERY_TIME=${RECOVERY_TIME:-3x}
+PAUSE_TIME=${PAUSE_TIME:-100x}
 export IDLE_SECONDS=${IDLE_SECONDS:-60}
 export SLEEP_SECONDS=${SLEEP_SECONDS:-120}
 ONLY=${ONLY:-}
@@ -68,6 +71,8 @@ if [ "$ONLY" != wal ]; then
 	# Issue 10: engine throughput, process executor, latency, recovery.
 	pkgbench engine ./engine/ -bench '^(BenchmarkFanOut20k|BenchmarkProcessVsBare|BenchmarkLatency50)$' -benchtime="$ENGINE_TIME"
 	pkgbench recovery ./engine/ -bench '^BenchmarkRecovery$' -benchtime="$RECOVERY_TIME"
+	# Issue 6: the loop's pause when a compaction starts, old way beside new.
+	pkgbench "compaction pause" ./engine/ -bench '^BenchmarkCompactionPause$' -benchtime="$PAUSE_TIME"
 	pkgbench "api runs" ./api/ -bench '^BenchmarkRunsToCompletion$' -benchtime="$ENGINE_TIME"
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkDagu|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
@@ -85,5 +90,5 @@ echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
 	-kernel "$(uname -srm)" \
 	-tmp "$TMP" \
 	-fs "$(df -T "$TMP" | awk 'NR == 2 {print $2 " on " $1 ", mounted at " $7}')" \
-	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME, Recovery at -benchtime=$RECOVERY_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
+	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME, Recovery at -benchtime=$RECOVERY_TIME, CompactionPause at -benchtime=$PAUSE_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
 echo "wrote $OUT"
