@@ -27,6 +27,7 @@ type Engine struct {
 	state *replay.State
 
 	inbox    *inbox
+	launcher *launcher     // starts executors and removes scratch folders off the loop
 	stop     chan struct{} // closed by Close: begin shutdown
 	done     chan struct{} // closed when the loop has returned
 	stopping bool          // loop-owned: shutdown begun, dispatch no more
@@ -72,7 +73,7 @@ type attempt struct {
 	taskID       string
 	number       int
 	spec         *workflow.Task
-	handle       executors.Handle
+	exec         execHandle // set by the launcher once the executor started it
 	scratch      string
 	dispatchedAt int64
 	started      bool   // the executor reported Started
@@ -101,7 +102,7 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(),
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(),
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
@@ -285,6 +286,7 @@ func (e *Engine) Close() error {
 		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
+	e.launcher.wait()  // no start or folder removal outlives Close
 	for e.compacting { // a background snapshot is still being written
 		e.compacted(<-e.compactDone)
 	}

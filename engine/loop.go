@@ -333,7 +333,10 @@ func (e *Engine) append(out *turnOutput) {
 	out.starts, out.stops = nil, nil
 }
 
-// effects runs what the durable records allow: replies, stops, starts.
+// effects runs what the durable records allow: replies and stops on the
+// loop; starts and the removal of finished attempts' scratch folders on the
+// launcher, in this order, so that the loop can take its next turn while
+// processes are being spawned.
 func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
 		e.notify()
@@ -342,20 +345,23 @@ func (e *Engine) effects(out *turnOutput) {
 		r.cmd.reply <- r.res
 	}
 	for _, a := range out.stops {
-		if a.handle != nil {
-			a.handle.Stop(e.cfg.KillGrace)
-		}
+		a.exec.Stop(e.cfg.KillGrace)
 	}
+	jobs := make([]func(), 0, len(out.starts)+len(out.scratch))
 	for _, s := range out.starts {
-		e.launch(s)
+		jobs = append(jobs, func() { e.launch(s) })
 	}
 	for _, dir := range out.scratch {
 		if dir != "" {
-			os.RemoveAll(dir)
+			jobs = append(jobs, func() { os.RemoveAll(dir) })
 		}
 	}
+	e.launcher.submit(jobs...)
 }
 
+// launch starts an attempt's executor; it runs on the launcher. A stop the
+// loop asked for meanwhile (cancel, timeout, shutdown) is delivered once
+// the handle exists (see execHandle).
 func (e *Engine) launch(s *start) {
 	switch {
 	case s.err != nil:
@@ -370,10 +376,7 @@ func (e *Engine) launch(s *start) {
 		e.reportStartFailure(s.job, err)
 		return
 	}
-	s.att.handle = h
-	if s.att.cancelled || s.att.failReason != "" {
-		h.Stop(e.cfg.KillGrace) // stopped before it had a handle
-	}
+	s.att.exec.set(h)
 }
 
 // reportStartFailure records an attempt that could not be launched as a
@@ -390,9 +393,7 @@ func (e *Engine) beginShutdown() {
 	e.stopping = true
 	for _, a := range e.attempts {
 		a.stopped = true
-		if a.handle != nil {
-			a.handle.Stop(e.cfg.KillGrace)
-		}
+		a.exec.Stop(e.cfg.KillGrace)
 	}
 }
 

@@ -153,7 +153,7 @@ func wait(c *child, h *processHandle, job Job, files attemptFiles, out *taskOutp
 }
 
 // prepareScratch creates job.ScratchDir, writes the input file and removes
-// any stale output file.
+// any stale output file (only a folder that already existed can hold one).
 func prepareScratch(job Job) (attemptFiles, error) {
 	if job.ScratchDir == "" {
 		return attemptFiles{}, errors.New("no scratch dir")
@@ -162,7 +162,8 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	if err != nil {
 		return attemptFiles{}, fmt.Errorf("scratch dir: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fresh, err := makeDir(dir)
+	if err != nil {
 		return attemptFiles{}, fmt.Errorf("create scratch dir: %w", err)
 	}
 	files := attemptFiles{
@@ -176,10 +177,35 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	if err := os.WriteFile(files.input, input, 0o644); err != nil {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
+	if fresh {
+		return files, nil
+	}
 	if err := os.Remove(files.output); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
 	}
 	return files, nil
+}
+
+// makeDir creates folder dir and its missing parents, and tells whether
+// it created dir itself (false: it was there). Unlike os.MkdirAll it
+// tries the mkdir first: a task's folder is usually new and its parent
+// there, and every system call counts when thousands of tasks start.
+func makeDir(dir string) (created bool, err error) {
+	err = os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
+			err = os.Mkdir(dir, 0o755)
+		}
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		if info, serr := os.Stat(dir); serr == nil && info.IsDir() {
+			return false, nil
+		}
+	}
+	return false, err
 }
 
 // openLog opens path for appending, creating it and its parent folder. An
@@ -189,7 +215,7 @@ func openLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if _, err := makeDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
