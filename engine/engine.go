@@ -41,9 +41,10 @@ type Engine struct {
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced after every commit
 
-	halt    chan struct{} // tests only: stop the loop as a crash would
-	started atomic.Bool
-	turns   atomic.Int64 // loop turns taken, for tests and metrics
+	halt      chan struct{} // tests only: stop the loop as a crash would
+	afterTurn func()        // tests only: called on the loop after each turn's effects
+	started   atomic.Bool
+	turns     atomic.Int64 // loop turns taken, for tests and metrics
 
 	// Loop-owned: deadlines of attempts, cron schedules, and the timer for
 	// the next wake-up.
@@ -51,6 +52,14 @@ type Engine struct {
 	cron      cronCache
 	wakeAt    int64
 	wakeCh    <-chan time.Time
+
+	// Loop-owned: task_started records not yet applied nor logged (see
+	// defaultStartedDelay), and the real-time timer that commits them.
+	pendingStarted []*replay.TaskStarted
+	startedTimer   *time.Timer
+	startedDue     chan struct{} // capacity 1, sent by startedTimer
+	startedDelay   time.Duration // defaultStartedDelay; tests may change it before Start
+	startedFired   bool          // startedDue was received
 
 	// Compaction: loop-owned, except compactions (a counter).
 	snapIndex   uint64 // WAL index of the newest snapshot (0 = none)
@@ -102,8 +111,9 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(),
-		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), startedDue: make(chan struct{}, 1),
+		startedDelay: defaultStartedDelay,
+		stop:         make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
 		lock.Release()

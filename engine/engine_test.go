@@ -552,3 +552,82 @@ func TestCloseWithoutStart(t *testing.T) {
 		t.Fatal("Close of an engine that never started hangs")
 	}
 }
+
+// frameOf returns the WAL index of the frame holding the first record of
+// the attempt's given kind, or 0.
+func frameOf(t *testing.T, dir string, kind string, run string, attempt int) uint64 {
+	t.Helper()
+	var at uint64
+	err := wal.ReplayDir(filepath.Join(dir, "wal"), 1, func(index uint64, ps [][]byte) error {
+		for _, p := range ps {
+			r, err := replay.Decode(p)
+			if err != nil {
+				return err
+			}
+			var ref replay.TaskRef
+			var att int
+			switch r := r.(type) {
+			case *replay.TaskStarted:
+				ref, att = r.TaskRef, r.Attempt
+			case *replay.TaskFinished:
+				ref, att = r.TaskRef, r.Attempt
+			default:
+				continue
+			}
+			if at == 0 && r.Kind().String() == kind && ref.Run == run && att == attempt {
+				at = index
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// TestStartedRidesTheNextFrame: a Started report is not committed on its
+// own while nothing else is (startedDelay, made an hour here): its record
+// joins the frame of the task's Finished, before it, and the task shows as
+// dispatched until then (readers never see what is not durable).
+func TestStartedRidesTheNextFrame(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, err := Open(Config{DataDir: dir, MaxConcurrent: 4, Clock: &fakeClock{}, Logger: quiet,
+		Executors: map[string]executors.Executor{"process": m, "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startedDelay = time.Hour
+	deferred := make(chan struct{}, 1)
+	e.afterTurn = func() { // on the loop: its fields are safe to read
+		if len(e.pendingStarted) == 1 {
+			select {
+			case deferred <- struct{}{}:
+			default:
+			}
+		}
+	}
+	e.Start()
+	defer e.Close()
+	put(t, e, flat("one", 1))
+	id := trigger(t, e, "one")
+	j := m.next()
+	select {
+	case <-deferred: // a turn took the Started report and committed nothing
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Started report was never deferred")
+	}
+	if tv := taskView(e, id, "a"); tv.Status != "dispatched" {
+		t.Fatalf("task is %s before its start is durable, want dispatched", tv.Status)
+	}
+	m.finish(j, true)
+	waitFor(t, e, "run finished", finished(e, id))
+	started, fin := frameOf(t, dir, "task_started", id, 1), frameOf(t, dir, "task_finished", id, 1)
+	if started == 0 || started != fin {
+		t.Fatalf("task_started in frame %d, task_finished in frame %d; want one frame", started, fin)
+	}
+	if tv := taskView(e, id, "a"); tv.StartedAt == nil {
+		t.Errorf("started_at not recorded: %+v", tv)
+	}
+}
