@@ -11,7 +11,9 @@ import (
 // is mostly waiting (for the kernel to create the task's files and folders,
 // and for the child to exec), so a few starts in flight keep two cores busy
 // where one at a time left them idle; beyond that they only contend.
-// Measured in docs/benchmarks.md (BenchmarkDaguEngine, BenchmarkProcessVsBare).
+// 4 (two per core here) is a judgement, not a tuned figure: on a loaded
+// 2-core machine 1 and 8 workers were compared once (BenchmarkDaguEngine,
+// BenchmarkProcessVsBare) and the noise was larger than the difference.
 const launchWorkers = 4
 
 // launcher runs the effects that need no answer from the loop, off the
