@@ -13,8 +13,11 @@
 //  4. append every record of the turn as one WAL frame: one write, one
 //     fsync, still under the write lock, so readers never see state that is
 //     not durable;
-//  5. release the lock and perform the effects: answer callers, start
-//     executors.
+//  5. release the lock and perform the effects: answer callers, stop
+//     attempts; hand the starts of executors (in dispatch order) and the
+//     removal of finished attempts' scratch folders to the launcher, whose
+//     few goroutines run them concurrently while the loop takes its next
+//     turn (see launcher).
 //
 // Invariants:
 //   - Write ahead: no caller is answered and no executor is started before

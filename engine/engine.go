@@ -27,6 +27,7 @@ type Engine struct {
 	state *replay.State
 
 	inbox    *inbox
+	launcher *launcher     // starts executors and removes scratch folders off the loop
 	stop     chan struct{} // closed by Close: begin shutdown
 	done     chan struct{} // closed when the loop has returned
 	stopping bool          // loop-owned: shutdown begun, dispatch no more
@@ -40,9 +41,10 @@ type Engine struct {
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced after every commit
 
-	halt    chan struct{} // tests only: stop the loop as a crash would
-	started atomic.Bool
-	turns   atomic.Int64 // loop turns taken, for tests and metrics
+	halt      chan struct{} // tests only: stop the loop as a crash would
+	afterTurn func()        // tests only: called on the loop after each turn's effects
+	started   atomic.Bool
+	turns     atomic.Int64 // loop turns taken, for tests and metrics
 
 	// Loop-owned: deadlines of attempts, cron schedules, and the timer for
 	// the next wake-up.
@@ -50,6 +52,14 @@ type Engine struct {
 	cron      cronCache
 	wakeAt    int64
 	wakeCh    <-chan time.Time
+
+	// Loop-owned: task_started records not yet applied nor logged (see
+	// defaultStartedDelay), and the real-time timer that commits them.
+	pendingStarted []*replay.TaskStarted
+	startedTimer   *time.Timer
+	startedDue     chan struct{} // capacity 1, sent by startedTimer
+	startedDelay   time.Duration // defaultStartedDelay; tests may change it before Start
+	startedFired   bool          // startedDue was received
 
 	// Compaction: loop-owned, except compactions (a counter).
 	snapIndex   uint64 // WAL index of the newest snapshot (0 = none)
@@ -72,7 +82,7 @@ type attempt struct {
 	taskID       string
 	number       int
 	spec         *workflow.Task
-	handle       executors.Handle
+	exec         execHandle // set by the launcher once the executor started it
 	scratch      string
 	dispatchedAt int64
 	started      bool   // the executor reported Started
@@ -101,8 +111,9 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(),
-		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), startedDue: make(chan struct{}, 1),
+		startedDelay: defaultStartedDelay,
+		stop:         make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
 		lock.Release()
@@ -285,6 +296,7 @@ func (e *Engine) Close() error {
 		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
+	e.launcher.wait()  // no start or folder removal outlives Close
 	for e.compacting { // a background snapshot is still being written
 		e.compacted(<-e.compactDone)
 	}

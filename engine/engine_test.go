@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,22 @@ func (m *manual) next() executors.Job {
 		return executors.Job{}
 	}
 }
+
+// nextSorted returns the next n started jobs sorted by key. Executors of
+// the attempts one turn dispatches are started concurrently (see
+// launcher), so the order of their starts is not the dispatch order; a
+// test that checks which jobs a turn started takes them as a set.
+func (m *manual) nextSorted(n int, key func(executors.Job) string) []executors.Job {
+	m.t.Helper()
+	jobs := make([]executors.Job, n)
+	for i := range jobs {
+		jobs[i] = m.next()
+	}
+	sort.Slice(jobs, func(i, j int) bool { return key(jobs[i]) < key(jobs[j]) })
+	return jobs
+}
+
+func byTaskName(j executors.Job) string { return j.TaskName }
 
 // none asserts that no job is waiting to start. Only meaningful once the
 // engine has committed everything it was given (see settle).
@@ -264,9 +281,12 @@ func TestDAGRunsInDependencyOrder(t *testing.T) {
 		t.Fatalf("first job %s attempt %d, want a attempt 1", a.TaskName, a.Attempt)
 	}
 	m.finish(a, true)
-	b, c := m.next(), m.next()
+	// b and c are dispatched in creation order in one turn, and started
+	// concurrently: their starts may come in either order.
+	bc := m.nextSorted(2, byTaskName)
+	b, c := bc[0], bc[1]
 	if b.TaskName != "b" || c.TaskName != "c" {
-		t.Fatalf("after a: %s, %s; want b, c in creation order", b.TaskName, c.TaskName)
+		t.Fatalf("after a: %s, %s; want b and c", b.TaskName, c.TaskName)
 	}
 	m.finish(b, true)
 	waitFor(t, e, "b recorded", func() bool { r, _ := e.Run(id); return r.Tasks[1].Status == "success" })
@@ -305,6 +325,35 @@ func TestFailedTaskSkipsDownstreamAndFailsRun(t *testing.T) {
 	m.none()
 }
 
+// dispatchOrder lists the attempts dispatched so far as run id + task
+// name, in the order of their records in the log: the order the engine
+// decided (priority, then creation). Executors of one turn are started
+// concurrently, so the order of their Start calls says nothing.
+func dispatchOrder(t *testing.T, e *Engine, dir string) []string {
+	t.Helper()
+	var order []string
+	err := wal.ReplayDir(filepath.Join(dir, "wal"), 1, func(_ uint64, ps [][]byte) error {
+		for _, p := range ps {
+			r, err := replay.Decode(p)
+			if err != nil {
+				return err
+			}
+			if d, ok := r.(*replay.TaskDispatched); ok {
+				run, err := e.Run(d.Run)
+				if err != nil {
+					return err
+				}
+				order = append(order, d.Run+run.Tasks[d.Task].Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return order
+}
+
 func TestMaxConcurrentAndCreationOrder(t *testing.T) {
 	dir := t.TempDir()
 	m := newManual(t, dir)
@@ -313,33 +362,36 @@ func TestMaxConcurrentAndCreationOrder(t *testing.T) {
 	put(t, e, flat("five", 5))
 	r1 := trigger(t, e, "five")
 	r2 := trigger(t, e, "five")
-	var order []string
 	j1, j2 := m.next(), m.next()
 	waitFor(t, e, "second run recorded", func() bool { _, err := e.Run(r2); return err == nil })
+	settle(t, e)
 	m.none() // two slots, two jobs
-	order = append(order, j1.RunID+j1.TaskName, j2.RunID+j2.TaskName)
 	inflight := []executors.Job{j1, j2}
+	started := 2
 	for len(inflight) > 0 {
 		m.finish(inflight[0], true)
 		inflight = inflight[1:]
-		if len(order) < 10 {
-			j := m.next()
-			order = append(order, j.RunID+j.TaskName)
-			inflight = append(inflight, j)
+		if started < 10 {
+			inflight = append(inflight, m.next())
+			started++
 		}
 	}
+	waitFor(t, e, "both runs finished", func() bool { return finished(e, r1)() && finished(e, r2)() })
 	var want []string
 	for _, r := range []string{r1, r2} {
 		for _, n := range "abcde" {
 			want = append(want, r+string(n))
 		}
 	}
+	order := dispatchOrder(t, e, dir)
+	if len(order) != len(want) {
+		t.Fatalf("%d dispatches %v, want %d", len(order), order, len(want))
+	}
 	for i := range want {
 		if order[i] != want[i] {
-			t.Fatalf("start %d was %s, want %s (creation order)", i, order[i], want[i])
+			t.Fatalf("dispatch %d was %s, want %s (creation order)", i, order[i], want[i])
 		}
 	}
-	waitFor(t, e, "both runs finished", func() bool { return finished(e, r1)() && finished(e, r2)() })
 }
 
 func TestReplayedStateEqualsLiveState(t *testing.T) {
@@ -498,5 +550,84 @@ func TestCloseWithoutStart(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close of an engine that never started hangs")
+	}
+}
+
+// frameOf returns the WAL index of the frame holding the first record of
+// the attempt's given kind, or 0.
+func frameOf(t *testing.T, dir string, kind string, run string, attempt int) uint64 {
+	t.Helper()
+	var at uint64
+	err := wal.ReplayDir(filepath.Join(dir, "wal"), 1, func(index uint64, ps [][]byte) error {
+		for _, p := range ps {
+			r, err := replay.Decode(p)
+			if err != nil {
+				return err
+			}
+			var ref replay.TaskRef
+			var att int
+			switch r := r.(type) {
+			case *replay.TaskStarted:
+				ref, att = r.TaskRef, r.Attempt
+			case *replay.TaskFinished:
+				ref, att = r.TaskRef, r.Attempt
+			default:
+				continue
+			}
+			if at == 0 && r.Kind().String() == kind && ref.Run == run && att == attempt {
+				at = index
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// TestStartedRidesTheNextFrame: a Started report is not committed on its
+// own while nothing else is (startedDelay, made an hour here): its record
+// joins the frame of the task's Finished, before it, and the task shows as
+// dispatched until then (readers never see what is not durable).
+func TestStartedRidesTheNextFrame(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, err := Open(Config{DataDir: dir, MaxConcurrent: 4, Clock: &fakeClock{}, Logger: quiet,
+		Executors: map[string]executors.Executor{"process": m, "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startedDelay = time.Hour
+	deferred := make(chan struct{}, 1)
+	e.afterTurn = func() { // on the loop: its fields are safe to read
+		if len(e.pendingStarted) == 1 {
+			select {
+			case deferred <- struct{}{}:
+			default:
+			}
+		}
+	}
+	e.Start()
+	defer e.Close()
+	put(t, e, flat("one", 1))
+	id := trigger(t, e, "one")
+	j := m.next()
+	select {
+	case <-deferred: // a turn took the Started report and committed nothing
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Started report was never deferred")
+	}
+	if tv := taskView(e, id, "a"); tv.Status != "dispatched" {
+		t.Fatalf("task is %s before its start is durable, want dispatched", tv.Status)
+	}
+	m.finish(j, true)
+	waitFor(t, e, "run finished", finished(e, id))
+	started, fin := frameOf(t, dir, "task_started", id, 1), frameOf(t, dir, "task_finished", id, 1)
+	if started == 0 || started != fin {
+		t.Fatalf("task_started in frame %d, task_finished in frame %d; want one frame", started, fin)
+	}
+	if tv := taskView(e, id, "a"); tv.StartedAt == nil {
+		t.Errorf("started_at not recorded: %+v", tv)
 	}
 }

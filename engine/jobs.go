@@ -18,8 +18,11 @@ func LogPath(dataDir, runID, task string, attempt int) string {
 	return filepath.Join(dataDir, "logs", runID, task, strconv.Itoa(attempt)+".log")
 }
 
+// scratchDir is an attempt's private folder for its contract files: one
+// level under the run's folder, so that starting a task creates one folder
+// there, not two.
 func scratchDir(dataDir, runID, task string, attempt int) string {
-	return filepath.Join(dataDir, "work", runID, task, strconv.Itoa(attempt))
+	return filepath.Join(dataDir, "work", runID, task+"."+strconv.Itoa(attempt))
 }
 
 // taskInput is the JSON document a task reads from ORKWAL_INPUT.

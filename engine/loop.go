@@ -68,6 +68,8 @@ func (e *Engine) loop() {
 			case <-stop:
 			case <-e.wakeCh:
 				e.wakeAt, e.wakeCh = 0, nil
+			case <-e.startedDue:
+				e.startedFired = true
 			case <-e.recoverTimer:
 				e.recoverTimer = nil
 				e.tryRecover()
@@ -100,6 +102,9 @@ func (e *Engine) loop() {
 		e.turns.Add(1)
 		out := e.turn(evs)
 		e.effects(out)
+		if e.afterTurn != nil {
+			e.afterTurn()
+		}
 		e.armWake(out.wake)
 		idle = !out.progress || !e.canDispatch()
 		if e.stopping && e.inflight == 0 && e.inbox.empty() {
@@ -133,10 +138,15 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	for _, ev := range evs {
 		switch {
 		case ev.cmd != nil:
+			e.flushStarted(out)
 			e.decideCommand(ev.cmd, now, out)
 		case e.poison.Load() != nil:
+			e.pendingStarted = nil
 			e.forgetExec(ev.exec, out)
+		case ev.exec.Kind == executors.Started:
+			e.deferStarted(ev.exec, now)
 		default:
+			e.flushStarted(out)
 			e.decideExec(ev.exec, now, out)
 		}
 	}
@@ -150,6 +160,14 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	}
 	if cronWake != 0 && (out.wake == 0 || cronWake < out.wake) {
 		out.wake = cronWake
+	}
+	select {
+	case <-e.startedDue:
+		e.startedFired = true
+	default:
+	}
+	if e.startedFired || len(out.recs) > 0 || e.stopping {
+		e.flushStarted(out) // rides this frame, or waited long enough for one
 	}
 	if len(out.recs) > 0 {
 		e.append(out)
@@ -211,10 +229,7 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	}
 	var rec replay.Record
 	switch {
-	case ev.Kind == executors.Started:
-		a.started, a.lastBeat = true, now
-		rec = &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now}
-	case ev.Kind != executors.Finished: // a heartbeat
+	case ev.Kind != executors.Finished: // a heartbeat (Started: see deferStarted)
 		a.started, a.lastBeat = true, now
 		return
 	case a.stopped && !ev.OK:
@@ -234,6 +249,74 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 		e.inflight--
 		out.scratch = append(out.scratch, a.scratch)
 	}
+}
+
+// defaultStartedDelay bounds how long a task_started record waits for a frame to
+// ride. A Started report asks for no effect: nothing waits for its record
+// to be durable (the process was started under its durable
+// task_dispatched, and a crash before task_started is durable is recovered
+// like one just after: the attempt is interrupted and runs again). So a
+// turn that would log only task_started records does not commit: they join
+// the next frame, which for a short task is the one of its task_finished,
+// saving one fsync per task, or are committed on their own after
+// e.startedDelay. Until then they are neither applied nor visible (readers
+// never see state that is not durable); the task shows as dispatched.
+//
+// The cost: the pid and start time boot uses to kill what is left of a
+// task's process group after a crash (see interruptInFlight) become
+// durable up to startedDelay later. The leader dies with the daemon
+// anyway (Pdeathsig); only background children a task spawned within
+// startedDelay of a crash can outlive it unrecorded, as they already could
+// within the fsync of its task_started.
+const defaultStartedDelay = 10 * time.Millisecond
+
+// deferStarted keeps a Started report's record until the next commit (see
+// startedDelay); the attempt counts as started for its start deadline at
+// once.
+func (e *Engine) deferStarted(ev *executors.Event, now int64) {
+	a := e.attempts[ev.TaskID]
+	if a == nil || a.number != ev.Attempt || a.started {
+		e.log.Debug("start report for an attempt no longer in flight", "task", ev.TaskID, "attempt", ev.Attempt)
+		return
+	}
+	a.started, a.lastBeat = true, now
+	e.pendingStarted = append(e.pendingStarted, &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now})
+	if len(e.pendingStarted) == 1 {
+		if e.startedTimer == nil {
+			e.startedTimer = time.AfterFunc(e.startedDelay, func() {
+				select {
+				case e.startedDue <- struct{}{}:
+				default:
+				}
+			})
+		} else {
+			e.startedTimer.Reset(e.startedDelay)
+		}
+	}
+}
+
+// flushStarted applies the deferred task_started records and adds them to
+// the turn's frame. It runs before any other event of a turn is decided,
+// so records keep the order of what they report.
+func (e *Engine) flushStarted(out *turnOutput) {
+	if len(e.pendingStarted) == 0 {
+		return
+	}
+	e.startedTimer.Stop()
+	select {
+	case <-e.startedDue:
+	default:
+	}
+	e.startedFired = false
+	for _, rec := range e.pendingStarted {
+		if err := e.state.Apply(rec); err != nil {
+			e.log.Warn("start report does not apply", "task", rec.TaskRef, "err", err)
+			continue
+		}
+		out.recs = append(out.recs, rec)
+	}
+	clear(e.pendingStarted)
+	e.pendingStarted = e.pendingStarted[:0]
 }
 
 // finishRecord records an attempt's outcome; an attempt the engine stopped
@@ -333,7 +416,10 @@ func (e *Engine) append(out *turnOutput) {
 	out.starts, out.stops = nil, nil
 }
 
-// effects runs what the durable records allow: replies, stops, starts.
+// effects runs what the durable records allow: replies and stops on the
+// loop; starts and the removal of finished attempts' scratch folders on the
+// launcher, in this order, so that the loop can take its next turn while
+// processes are being spawned.
 func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
 		e.notify()
@@ -342,20 +428,23 @@ func (e *Engine) effects(out *turnOutput) {
 		r.cmd.reply <- r.res
 	}
 	for _, a := range out.stops {
-		if a.handle != nil {
-			a.handle.Stop(e.cfg.KillGrace)
-		}
+		a.exec.Stop(e.cfg.KillGrace)
 	}
+	jobs := make([]func(), 0, len(out.starts)+len(out.scratch))
 	for _, s := range out.starts {
-		e.launch(s)
+		jobs = append(jobs, func() { e.launch(s) })
 	}
 	for _, dir := range out.scratch {
 		if dir != "" {
-			os.RemoveAll(dir)
+			jobs = append(jobs, func() { os.RemoveAll(dir) })
 		}
 	}
+	e.launcher.submit(jobs...)
 }
 
+// launch starts an attempt's executor; it runs on the launcher. A stop the
+// loop asked for meanwhile (cancel, timeout, shutdown) is delivered once
+// the handle exists (see execHandle).
 func (e *Engine) launch(s *start) {
 	switch {
 	case s.err != nil:
@@ -370,10 +459,7 @@ func (e *Engine) launch(s *start) {
 		e.reportStartFailure(s.job, err)
 		return
 	}
-	s.att.handle = h
-	if s.att.cancelled || s.att.failReason != "" {
-		h.Stop(e.cfg.KillGrace) // stopped before it had a handle
-	}
+	s.att.exec.set(h)
 }
 
 // reportStartFailure records an attempt that could not be launched as a
@@ -390,9 +476,7 @@ func (e *Engine) beginShutdown() {
 	e.stopping = true
 	for _, a := range e.attempts {
 		a.stopped = true
-		if a.handle != nil {
-			a.handle.Stop(e.cfg.KillGrace)
-		}
+		a.exec.Stop(e.cfg.KillGrace)
 	}
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,7 @@ func settle(t *testing.T, e *Engine) {
 	if _, err := e.do(func(*replayState, int64) (replayRecord, any, error) { return nil, nil, nil }); err != nil {
 		t.Fatal(err)
 	}
+	e.launcher.wait() // and every start those turns decided has been made
 }
 
 func TestCancelStopsRunningAndPending(t *testing.T) {
@@ -191,7 +193,8 @@ func TestRetryRunReRunsFailuresOnly(t *testing.T) {
 	put(t, e, diamond("process"))
 	id := trigger(t, e, "diamond")
 	m.finish(m.next(), true)
-	b, c := m.next(), m.next()
+	bc := m.nextSorted(2, byTaskName)
+	b, c := bc[0], bc[1]
 	m.finish(b, false)
 	if _, err := e.RetryRun(id); !errors.Is(err, ErrConflict) {
 		t.Fatalf("retry while active: %v, want ErrConflict", err)
@@ -245,7 +248,8 @@ func TestForeachWithConcurrencyAndInputs(t *testing.T) {
 		{Name: "join", Executor: "process", Command: []string{"x"}, DependsOn: []string{"each"}},
 	}})
 	id := trigger(t, e, "fan")
-	j0, j1 := m.next(), m.next()
+	js := m.nextSorted(2, func(j executors.Job) string { return fmt.Sprint(j.ParallelIndex) })
+	j0, j1 := js[0], js[1]
 	settle(t, e)
 	m.none() // concurrency 2
 	var in struct {
@@ -282,7 +286,10 @@ func TestMutexAndMaxActiveRuns(t *testing.T) {
 	r1, _ := e.Trigger("mig", map[string]string{"db": "a"}, "test")
 	r2, _ := e.Trigger("mig", map[string]string{"db": "a"}, "test")
 	r3, _ := e.Trigger("mig", map[string]string{"db": "b"}, "test")
-	j1, j3 := m.next(), m.next()
+	j1, j3 := m.next(), m.next() // started concurrently: in either order
+	if j1.RunID == r3 {
+		j1, j3 = j3, j1
+	}
 	if j1.RunID != r1 || j3.RunID != r3 {
 		t.Fatalf("started %s and %s, want runs 1 and 3", j1.RunID, j3.RunID)
 	}

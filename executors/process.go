@@ -15,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Names of the per-attempt files in Job.ScratchDir.
@@ -70,65 +68,58 @@ type attemptFiles struct {
 // Started and Finished events are reported from a goroutine, in that order,
 // and never from inside Start. If the process cannot be started, Start returns
 // the error and reports nothing.
+//
+// A running process holds no OS thread of the daemon: its exit is awaited
+// through a pidfd polled by the Go runtime's network poller (see child),
+// where os/exec's Wait blocks one thread in waitid(2) per process, each
+// thread costing about 50 KiB of stacks: thousands of running tasks made
+// hundreds of MiB.
 func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 	if len(job.Command) == 0 {
 		return nil, fmt.Errorf("start task %s: empty command", job.TaskID)
+	}
+	path, err := lookPath(job.Command[0])
+	if err != nil {
+		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], err)
 	}
 	files, err := prepareScratch(job)
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	cmd := newCommand(job, files)
-	var (
-		logFile *os.File   // the child writes to the log itself
-		capped  *cappedLog // the child writes to a pipe, copied to the log
-	)
-	if job.MaxLogBytes > 0 && job.LogPath != "" {
-		capped, err = openCappedLog(job.LogPath, job.MaxLogBytes)
-	} else {
-		logFile, err = openLog(job.LogPath)
-	}
+	out, err := openOutput(job)
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	switch {
-	case capped != nil:
-		// The same writer for both: os/exec then gives the child one pipe
-		// for stdout and stderr, so they interleave as written.
-		cmd.Stdout = capped
-		cmd.Stderr = capped
-		cmd.WaitDelay = logDrainDelay
-	case logFile != nil:
-		cmd.Stdout = logFile
-		cmd.Stderr = logFile
-	}
-	err = cmd.Start()
-	if logFile != nil {
-		// The child holds its own descriptor; ours is no longer needed.
-		logFile.Close()
-	}
+	c, err := spawn(path, job.Command, job.Workdir, buildEnv(os.Environ(), job, files), out)
 	if err != nil {
-		if capped != nil {
-			_ = capped.finish() // nothing was written: this closes the log
-		}
+		out.abort()
 		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], err)
 	}
-
-	pid := cmd.Process.Pid
-	// The child cannot have been reaped yet (only wait below reaps it), so
+	out.spawned()
+	// The child cannot have been reaped yet (only wait reaps it), so
 	// /proc/pid/stat is readable even if it already exited.
-	startTime, _ := ProcStartTime(pid)
-	h := &processHandle{pid: pid, defaultGrace: p.cfg.KillGrace}
+	startTime, _ := ProcStartTime(c.pid)
+	h := &processHandle{pid: c.pid, defaultGrace: p.cfg.KillGrace}
 	started := Event{
 		Kind:      Started,
 		TaskID:    job.TaskID,
 		Attempt:   job.Attempt,
 		At:        time.Now(),
-		PID:       pid,
+		PID:       c.pid,
 		StartTime: startTime,
 	}
-	go wait(cmd, h, job, files, capped, started, report)
+	go wait(c, h, job, files, out, started, report)
 	return h, nil
+}
+
+// lookPath resolves argv[0] as exec.Command does: a name without a slash is
+// looked up in the daemon's PATH (not in a PATH set through job.Env).
+func lookPath(name string) (string, error) {
+	cmd := exec.Command(name)
+	if cmd.Err != nil {
+		return "", cmd.Err
+	}
+	return cmd.Path, nil
 }
 
 // wait reports Started, waits for the process and reports Finished, exactly
@@ -140,48 +131,29 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 // to leave running is its business. Stop, by contrast, signals the whole
 // group.
 //
-// With a capped log (capped != nil), cmd.Wait also waits for the pipe
-// copier to drain the pipe, so the log is complete before Finished. Members
-// of the group left running keep the pipe open: Wait gives them
-// logDrainDelay (Cmd.WaitDelay) after the leader's exit, then closes the
-// pipe, so they cannot hold Finished back. What they write after that is
-// lost, and their writes fail (EPIPE, or SIGPIPE for a process that does not
-// ignore it). With an uncapped log they write to the log file itself and
-// Finished never waits for them.
-func wait(cmd *exec.Cmd, h *processHandle, job Job, files attemptFiles, capped *cappedLog, started Event, report func(Event)) {
+// With a capped log, Finished also waits for the pipe copier to drain the
+// pipe, so the log is complete before Finished. Members of the group left
+// running keep the pipe open: they get logDrainDelay after the leader's
+// exit, then the pipe is closed (see taskOutput.finish), so they cannot hold
+// Finished back. What they write after that is lost, and their writes fail
+// (EPIPE, or SIGPIPE for a process that does not ignore it). With an
+// uncapped log they write to the log file itself and Finished never waits
+// for them.
+func wait(c *child, h *processHandle, job Job, files attemptFiles, out *taskOutput, started Event, report func(Event)) {
 	report(started)
 	// Wait for the exit without reaping, so the zombie keeps the pid (and
 	// thus the process group id) reserved while Stop is told it is over.
-	waitExitedNoReap(h.pid)
+	c.awaitExit()
 	h.markExited()
-	waitErr := cmd.Wait()
-	if errors.Is(waitErr, exec.ErrWaitDelay) {
-		// The leader exited 0; a straggler held the log pipe past the
-		// delay. That is the straggler's business, not a failure.
-		waitErr = nil
-	}
-	if capped != nil {
-		// A log that could not be completed does not change the outcome
-		// of the task; finish notes a write error in the log if it can.
-		_ = capped.finish()
-	}
-	report(finishEvent(job, files.output, waitErr))
-}
-
-// waitExitedNoReap blocks until process pid has exited, leaving it waitable.
-// Errors are ignored: cmd.Wait reports them.
-func waitExitedNoReap(pid int) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
+	status, waitErr := c.reap()
+	// A log that could not be completed does not change the outcome of the
+	// task; finish notes a write error in the log if it can.
+	_ = out.finish()
+	report(finishEvent(job, files.output, status, waitErr))
 }
 
 // prepareScratch creates job.ScratchDir, writes the input file and removes
-// any stale output file.
+// any stale output file (only a folder that already existed can hold one).
 func prepareScratch(job Job) (attemptFiles, error) {
 	if job.ScratchDir == "" {
 		return attemptFiles{}, errors.New("no scratch dir")
@@ -190,7 +162,8 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	if err != nil {
 		return attemptFiles{}, fmt.Errorf("scratch dir: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fresh, err := makeDir(dir)
+	if err != nil {
 		return attemptFiles{}, fmt.Errorf("create scratch dir: %w", err)
 	}
 	files := attemptFiles{
@@ -204,10 +177,35 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	if err := os.WriteFile(files.input, input, 0o644); err != nil {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
+	if fresh {
+		return files, nil
+	}
 	if err := os.Remove(files.output); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
 	}
 	return files, nil
+}
+
+// makeDir creates folder dir and its missing parents, and tells whether
+// it created dir itself (false: it was there). Unlike os.MkdirAll it
+// tries the mkdir first: a task's folder is usually new and its parent
+// there, and every system call counts when thousands of tasks start.
+func makeDir(dir string) (created bool, err error) {
+	err = os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
+			err = os.Mkdir(dir, 0o755)
+		}
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		if info, serr := os.Stat(dir); serr == nil && info.IsDir() {
+			return false, nil
+		}
+	}
+	return false, err
 }
 
 // openLog opens path for appending, creating it and its parent folder. An
@@ -217,7 +215,7 @@ func openLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if _, err := makeDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -225,20 +223,6 @@ func openLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	return f, nil
-}
-
-// newCommand builds the command for job. argv[0] is looked up in the daemon's
-// PATH, not in a PATH set through job.Env.
-// Stdout and Stderr are left to the caller (the null device if unset).
-func newCommand(job Job, files attemptFiles) *exec.Cmd {
-	cmd := exec.Command(job.Command[0], job.Command[1:]...)
-	cmd.Dir = job.Workdir
-	cmd.Env = buildEnv(os.Environ(), job, files)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:   true, // own group, pgid == pid, so Stop reaches grandchildren
-		Pdeathsig: syscall.SIGKILL,
-	}
-	return cmd
 }
 
 // buildEnv returns the child's environment: base (the daemon's), PWD when the
@@ -289,12 +273,13 @@ func contractEnv(job Job, inputPath, outputPath string) []string {
 	return env
 }
 
-// finishEvent builds the Finished event from the wait result and the output
-// file. A failed exit is the reason even when the output is also bad; the
-// output is attached whenever it is acceptable.
-func finishEvent(job Job, outputPath string, waitErr error) Event {
+// finishEvent builds the Finished event from the reaped status (or the
+// error that prevented reaping) and the output file. A failed exit is the
+// reason even when the output is also bad; the output is attached whenever
+// it is acceptable.
+func finishEvent(job Job, outputPath string, status syscall.WaitStatus, waitErr error) Event {
 	ev := Event{Kind: Finished, TaskID: job.TaskID, Attempt: job.Attempt}
-	code, exitReason := exitResult(waitErr)
+	code, exitReason := exitResult(status, waitErr)
 	ev.ExitCode = code
 	out, outErr := readOutput(outputPath, job.MaxOutputBytes)
 	switch {
@@ -312,20 +297,21 @@ func finishEvent(job Job, outputPath string, waitErr error) Event {
 	return ev
 }
 
-// exitResult turns cmd.Wait's error into an exit code (-1 when killed by a
-// signal) and a reason ("" on success).
-func exitResult(waitErr error) (code int, reason string) {
-	if waitErr == nil {
-		return 0, ""
-	}
-	var exitErr *exec.ExitError
-	if !errors.As(waitErr, &exitErr) {
+// exitResult turns a wait status into an exit code (-1 when killed by a
+// signal or when the process could not be reaped) and a reason ("" on
+// success), worded as os/exec words them ("exit status 3").
+func exitResult(status syscall.WaitStatus, waitErr error) (code int, reason string) {
+	switch {
+	case waitErr != nil:
 		return -1, waitErr.Error()
+	case status.Signaled():
+		return -1, "killed by signal: " + status.Signal().String()
+	case status.Exited() && status.ExitStatus() == 0:
+		return 0, ""
+	case status.Exited():
+		return status.ExitStatus(), "exit status " + strconv.Itoa(status.ExitStatus())
 	}
-	if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, "killed by signal: " + ws.Signal().String()
-	}
-	return exitErr.ExitCode(), exitErr.Error()
+	return -1, fmt.Sprintf("unexpected wait status %#x", uint32(status))
 }
 
 // readOutput reads the task's output file: nil when absent, an error when it

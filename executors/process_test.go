@@ -629,3 +629,63 @@ func TestKillGroupIfSame(t *testing.T) {
 		}
 	})
 }
+
+// osThreads is the number of OS threads of this process.
+func osThreads(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
+}
+
+// TestProcessRunningHoldsNoThread: a running child is awaited through the
+// runtime's poller, not by a thread blocked in waitid, so running many
+// tasks does not cost a thread (and its stacks) each. Not parallel: it
+// counts the threads of the whole test process.
+func TestProcessRunningHoldsNoThread(t *testing.T) {
+	const n = 64
+	p := NewProcess(ProcessConfig{})
+	events := make(chan Event, 2*n)
+	before := osThreads(t)
+	var handles []Handle
+	for i := range n {
+		job := newTestJob(t, "sleep", "60")
+		job.TaskID = fmt.Sprintf("t%d", i)
+		job.MaxLogBytes = 1 << 20 // the capped log's pipe copier too
+		h, err := p.Start(job, func(ev Event) { events <- ev })
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles = append(handles, h)
+	}
+	for range n {
+		if ev := nextEvent(t, events); ev.Kind != Started {
+			t.Fatalf("event %+v, want Started", ev)
+		}
+	}
+	after := osThreads(t)
+	for _, h := range handles {
+		h.Stop(time.Millisecond)
+	}
+	for range n {
+		if ev := nextEvent(t, events); ev.Kind != Finished || ev.Err != "killed by signal: terminated" {
+			t.Errorf("event %+v, want Finished by SIGTERM", ev)
+		}
+	}
+	// A thread per child would add n; the runtime may add a few of its own.
+	if after-before >= n/2 {
+		t.Errorf("%d running children took %d more threads (%d → %d)", n, after-before, before, after)
+	}
+}

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+)
+
+// launchWorkers bounds the executors started at once. Starting a process
+// is mostly waiting (for the kernel to create the task's files and folders,
+// and for the child to exec), so a few starts in flight keep two cores busy
+// where one at a time left them idle; beyond that they only contend.
+// 4 (two per core here) is a judgement, not a tuned figure: on a loaded
+// 2-core machine 1 and 8 workers were compared once (BenchmarkDaguEngine,
+// BenchmarkProcessVsBare) and the noise was larger than the difference.
+const launchWorkers = 4
+
+// launcher runs the effects that need no answer from the loop, off the
+// loop: starting executors (after their dispatch is durable) and removing
+// the scratch folders of finished attempts. Jobs are taken in submission
+// order, so starts begin in dispatch order, but up to launchWorkers run at
+// once and may complete in any order: the order that the log, the state
+// and the gate define is the dispatch order, and a start is not an event
+// anyone can observe before its Started report.
+//
+// Workers are goroutines started on demand that exit once the queue is
+// empty: an idle engine has none.
+type launcher struct {
+	mu      sync.Mutex
+	idle    sync.Cond // signalled when the queue is empty and no worker runs
+	queue   []func()
+	workers int
+}
+
+func newLauncher() *launcher {
+	l := &launcher{}
+	l.idle.L = &l.mu
+	return l
+}
+
+// submit queues jobs, in order, and starts workers for them.
+func (l *launcher) submit(jobs ...func()) {
+	if len(jobs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queue = append(l.queue, jobs...)
+	for l.workers < launchWorkers && l.workers < len(l.queue) {
+		l.workers++
+		go l.work()
+	}
+}
+
+func (l *launcher) work() {
+	l.mu.Lock()
+	for len(l.queue) > 0 {
+		job := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		l.mu.Unlock()
+		job()
+		l.mu.Lock()
+	}
+	l.queue = nil // let the backing array go
+	l.workers--
+	if l.workers == 0 {
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+}
+
+// wait returns once every job submitted so far has run (Close, and tests
+// that must see every start of the turns they waited for).
+func (l *launcher) wait() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.workers > 0 || len(l.queue) > 0 {
+		l.idle.Wait()
+	}
+}
+
+// execHandle is an attempt's executor handle, set by the worker that
+// started it and used by the loop to stop it: a stop asked before the
+// handle exists is kept and delivered as soon as it does.
+type execHandle struct {
+	mu    sync.Mutex
+	h     executors.Handle
+	stop  bool          // a stop was asked before the handle was set
+	grace time.Duration // of that stop
+}
+
+// set records the handle of the started work (once), delivering a stop
+// asked meanwhile.
+func (x *execHandle) set(h executors.Handle) {
+	x.mu.Lock()
+	x.h = h
+	stop, grace := x.stop, x.grace
+	x.mu.Unlock()
+	if stop {
+		h.Stop(grace)
+	}
+}
+
+// Stop asks the work to stop: now if it has started, else once it has.
+func (x *execHandle) Stop(grace time.Duration) {
+	x.mu.Lock()
+	h := x.h
+	if h == nil {
+		x.stop, x.grace = true, grace
+	}
+	x.mu.Unlock()
+	if h != nil {
+		h.Stop(grace)
+	}
+}
