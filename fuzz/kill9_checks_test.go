@@ -243,9 +243,12 @@ func measure(dataDir string) diskUsage {
 //     keeps one snapshot's worth of log): about 2 C, plus one segment (4
 //     MiB) for the turn that crosses C and the frame headers, as the README
 //     has it (disk ≈ 2 × snapshot + 2 × compact-bytes + 4 MiB + the task
-//     logs of retained runs). After a kill, one more C: a kill during a
-//     compaction leaves its truncation to the compaction the next boot
-//     starts at once;
+//     logs of retained runs). This is checked after the clean stop only:
+//     after a kill the log also holds what was appended since the newest
+//     snapshot a compaction completed, and when kills keep landing on
+//     compactions (a slow, loaded disk) that grows until one completes (the
+//     next boot starts one at once); the largest WAL seen after a kill is
+//     reported, not bounded;
 //   - snapshots: the newest two (the previous one stays as a fallback), a
 //     third just written before the oldest is removed and a .tmp in
 //     progress if the kill landed there; at the end exactly two at most and
@@ -269,13 +272,13 @@ func (k *kill9) checkDisk(final bool) diskUsage {
 	}
 	k.disk.maxWAL = max(k.disk.maxWAL, u.wal)
 	k.disk.maxTotal = max(k.disk.maxTotal, u.total)
-	walBound, snapFiles, tmpFiles := int64(3*k9CompactBytes+k9Segment), 3, 1
+	walBound, snapFiles, tmpFiles := int64(-1), 3, 1
 	when := "after a kill"
 	if final {
 		walBound, snapFiles, tmpFiles, when = 2*k9CompactBytes+k9Segment, 2, 0, "after the clean stop"
 	}
 	switch {
-	case u.wal > walBound:
+	case walBound >= 0 && u.wal > walBound:
 		k.fatalf("disk bound %s: the WAL holds %d bytes, over %d (--compact-bytes %d)", when, u.wal, walBound, k9CompactBytes)
 	case u.snapFiles > snapFiles || u.tmpFiles > tmpFiles:
 		k.fatalf("disk bound %s: %d snapshots and %d .tmp files: %v", when, u.snapFiles, u.tmpFiles, listNames(filepath.Join(k.data, "snapshots")))
