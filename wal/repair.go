@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -44,6 +48,7 @@ func repairTail(dir string, logger *slog.Logger) (int64, error) {
 	if err := cutTail(last.path, data, good); err != nil {
 		return 0, err
 	}
+	pruneBroken(dir, logger)
 	if err := syncDir(dir); err != nil {
 		return 0, err
 	}
@@ -78,6 +83,30 @@ func plausibleFrameAt(b []byte, index uint64) bool {
 	}
 	_, _, err := decodeFrame(b[k : k+int(n)])
 	return err == nil
+}
+
+// KeepBroken is how many .broken copies of cut torn tails a folder keeps:
+// every crash during a write leaves one, and a daemon that keeps crashing
+// must not fill the disk with them. The oldest go first.
+const KeepBroken = 8
+
+// pruneBroken removes all but the newest KeepBroken .broken copies in dir.
+func pruneBroken(dir string, logger *slog.Logger) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.broken-*"))
+	if len(paths) <= KeepBroken {
+		return
+	}
+	stamp := func(p string) int64 {
+		_, n, _ := strings.Cut(filepath.Base(p), ".broken-")
+		v, _ := strconv.ParseInt(n, 10, 64)
+		return v
+	}
+	sort.Slice(paths, func(i, j int) bool { return stamp(paths[i]) < stamp(paths[j]) })
+	for _, p := range paths[:len(paths)-KeepBroken] {
+		if err := os.Remove(p); err != nil {
+			logger.Warn("wal: could not remove an old torn-tail copy", "file", p, "err", err)
+		}
+	}
 }
 
 // cutTail keeps data[good:] in a .broken copy, then truncates the segment.
