@@ -284,7 +284,15 @@ func (k *kill9) checkDisk(final bool) diskUsage {
 	}
 	switch {
 	case walBound >= 0 && u.wal > walBound:
-		k.fatalf("disk bound %s: the WAL holds %d bytes, over %d (--compact-bytes %d)", when, u.wal, walBound, k9CompactBytes)
+		var files []string
+		des, _ := os.ReadDir(filepath.Join(k.data, "wal"))
+		for _, de := range des {
+			if fi, err := de.Info(); err == nil {
+				files = append(files, fmt.Sprintf("%s (%d)", de.Name(), fi.Size()))
+			}
+		}
+		k.fatalf("disk bound %s: the WAL holds %d bytes, over %d (--compact-bytes %d): %s", when, u.wal, walBound, k9CompactBytes,
+			strings.Join(files, ", "))
 	case snapFiles >= 0 && u.snapFiles > snapFiles || u.tmpFiles > tmpFiles:
 		k.fatalf("disk bound %s: %d snapshots and %d .tmp files: %v", when, u.snapFiles, u.tmpFiles, listNames(filepath.Join(k.data, "snapshots")))
 	}

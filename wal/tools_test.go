@@ -128,3 +128,36 @@ func TestTornTailCopiesAreBounded(t *testing.T) {
 		t.Fatalf("%d torn-tail copies after %d cuts, want the newest %d", len(copies), KeepBroken+5, KeepBroken)
 	}
 }
+
+// TestStaleTruncationTempRemoved: a crash inside a front truncation can
+// leave tidwall/wal's "<index>.START.TEMP" (written before its rename to
+// .START), which tidwall's Open ignores; Open removes it, and the log is
+// whole.
+func TestStaleTruncationTempRemoved(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append([][]byte{[]byte("r")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	temp := filepath.Join(dir, "00000000000000000002.START.TEMP")
+	if err := os.WriteFile(temp, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Open(dir, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := os.Stat(temp); !os.IsNotExist(err) {
+		t.Fatalf("the stale truncation temp file is still there: %v", err)
+	}
+	if l.LastIndex() != 3 {
+		t.Fatalf("last index %d, want 3", l.LastIndex())
+	}
+}
