@@ -37,5 +37,5 @@ clean: ## remove build output
 	rm -rf bin
 
 .PHONY: torture
-torture: ## crash-recovery torture, ~15 min: 100,000 simulated power cuts, 1,000 kill -9s
+torture: ## crash-recovery torture, ~35 min: 100,000 simulated power cuts, 1,000 kill -9s
 	GO=$(GO) scripts/torture.sh

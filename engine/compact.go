@@ -144,6 +144,7 @@ func (e *Engine) maybeCompact(now int64) {
 	snap := e.state.BeginSnapshot(e.wal.LastIndex())
 	e.compacting, e.logBytes = true, 0
 	prev := e.snapIndex
+	e.compactFault("begin") // tests: a notification; its error is ignored
 	go func() {
 		err := e.copySnapshot(snap)
 		if err == nil {
@@ -208,9 +209,22 @@ func (e *Engine) prune(now int64) []string {
 // touches files and the WAL's front.
 func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []string) error {
 	start := time.Now()
+	if err := e.compactFault("start"); err != nil {
+		return err
+	}
 	dir := filepath.Join(e.cfg.DataDir, snapshotDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("engine: create %s: %w", dir, err)
+	}
+	// snapshots/ is a name in the data folder: durable only once the data
+	// folder is fsynced. Without this, a power cut after the truncation of
+	// step 3 could keep the truncated log and lose the folder holding the
+	// snapshot it relies on (found by fuzz/TestPowerLoss).
+	if err := wal.SyncDir(e.cfg.DataDir); err != nil {
+		return fmt.Errorf("engine: fsync %s: %w", e.cfg.DataDir, err)
+	}
+	if err := e.compactFault("after-mkdir"); err != nil {
+		return err
 	}
 	path := snapshotPath(e.cfg.DataDir, snap.Index)
 	if err := e.writeSnapshotFile(path, snap); err != nil {
@@ -294,6 +308,7 @@ func (e *Engine) compactFault(step string) error {
 // compacted handles the background writer's report (loop goroutine).
 func (e *Engine) compacted(r *compactResult) {
 	e.compacting = false
+	defer e.notify() // tests wait on Changed for a compaction's end
 	if r.err != nil {
 		e.log.Error("compaction failed; the log keeps growing until the next try", "err", r.err)
 		return

@@ -36,7 +36,9 @@ type Config struct {
 	Retention time.Duration
 	KeepRuns  int
 	// CompactFault, tests only: called at each crash point of a compaction
-	// (before-rename, after-rename, after-truncate); an error stops it there.
+	// (start, after-mkdir, before-rename, after-rename, after-truncate); an error stops it
+	// there. Also called with "begin", a notification, on the loop under its
+	// lock when a background compaction is decided (before its start).
 	CompactFault func(step string) error
 }
 

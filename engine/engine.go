@@ -144,6 +144,7 @@ func (e *Engine) recover() error {
 		e.logBytes = size
 	}
 	e.log.Info("recovered", "snapshot_index", from, "records_replayed", n, "last_index", l.LastIndex(), "runs", len(e.state.Runs))
+	e.sweepRunFolders()
 	if err := e.interruptInFlight(); err != nil {
 		l.Close()
 		return err

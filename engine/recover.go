@@ -34,19 +34,22 @@ func recoverable(err error) bool {
 }
 
 // rebuildDurable replaces the state, which holds the failed turn's records,
-// with the log's durable prefix: every frame up to the last one whose fsync
-// succeeded. Reading those back is safe, since their fsync did succeed;
-// nothing after them is read. Readers then see only acknowledged state.
-// Called under the write lock.
+// with the durable state: the newest snapshot plus every later frame up to
+// the last one whose fsync succeeded. Reading those back is safe, since
+// their fsync did succeed; nothing after them is read. Readers then see only
+// acknowledged state. The log may have been truncated by compaction, so the
+// snapshot is the start, never index 1. Called under the write lock.
 func (e *Engine) rebuildDurable() {
 	last := e.wal.LastIndex()
-	st := replay.New()
-	err := e.wal.Replay(1, func(index uint64, payloads [][]byte) error {
-		if index > last {
-			return errPastDurable
-		}
-		return applyFrame(st, index, payloads)
-	})
+	st, from, err := LoadSnapshot(e.cfg.DataDir, e.log)
+	if err == nil {
+		err = e.wal.Replay(from+1, func(index uint64, payloads [][]byte) error {
+			if index > last {
+				return errPastDurable
+			}
+			return applyFrame(st, index, payloads)
+		})
+	}
 	var ce *wal.CorruptError
 	if err != nil && !errors.Is(err, errPastDurable) && !(errors.As(err, &ce) && ce.Index > last) {
 		e.log.Error("could not rebuild the durable state; reads may show unacknowledged changes", "err", err)
@@ -81,8 +84,13 @@ func (e *Engine) tryRecover() {
 		e.armRecovery()
 		return
 	}
-	st := replay.New()
-	if _, err := Replay(l, st); err != nil {
+	// The newest snapshot plus the log after it, as at boot: compaction may
+	// have truncated the log's front.
+	st, from, err := LoadSnapshot(e.cfg.DataDir, e.log)
+	if err == nil {
+		_, err = replayAfter(l, st, from)
+	}
+	if err != nil {
 		l.Close()
 		e.log.Error("WAL recovery found the log corrupt; restart the daemon", "err", err)
 		return

@@ -61,6 +61,14 @@ type diskModel struct {
 	rng      *rand.Rand    // for the image; used only under mu
 	image    string        // where the post-crash data folder goes
 	res      crashResult
+	hist     [][][]byte // every frame written, index 1 first (truncated ones included)
+
+	// Compaction (snapmodel_test.go).
+	begun, started, released int // background compactions decided, at their start, let run
+	gate                     *sync.Cond
+	compactSteps             int               // CompactFault I/O steps
+	snapDirDurable           bool              // snapshots/ is a durable name in the data folder
+	snapDurable              map[string][]byte // the durable listing of snapshots/, with contents
 }
 
 // crashResult describes the crash and its image.
@@ -73,12 +81,18 @@ type crashResult struct {
 	modes        []string   // what the image kept of each unsynced part, for the failure report
 	torn         int        // segments whose image ends in a partial or torn frame
 	segmentsLost int        // new segment files the image lost
+	snapDirLost  bool       // the image lost snapshots/ (never made durable)
 }
 
 // newDiskModel snapshots the durable baseline of dataDir before engine.Open.
-func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand) (*diskModel, error) {
+// hist holds every frame of dataDir's log from index 1 (those compaction
+// truncated included).
+func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][]byte) (*diskModel, error) {
 	m := &diskModel{dataDir: dataDir, walDir: filepath.Join(dataDir, "wal"), durSize: map[string]int64{},
-		durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image}
+		durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image,
+		hist: append([][][]byte(nil), hist...)}
+	m.gate = sync.NewCond(&m.mu)
+	m.snapDurable, m.snapDirDurable = readSnapDir(dataDir) // what survived the previous cut; boot fsyncs the data folder
 	segs, err := listSegs(m.walDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -109,6 +123,15 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 		return errCrash
 	}
 	m.steps++
+	if op == wal.OpTruncate {
+		// The frames about to go: the history keeps them.
+		if err := m.mergeLog(); err != nil {
+			m.crashErr = err
+			m.crashLocked(op, index)
+			return errCrash
+		}
+		index = 0 // not a frame's I/O: every frame written is committed
+	}
 	segs, err := m.scan()
 	if err != nil {
 		m.crashErr = err
@@ -201,12 +224,13 @@ func (m *diskModel) crash() {
 
 func (m *diskModel) crashLocked(op wal.Op, index uint64) {
 	m.crashed = true
+	m.gate.Broadcast()
 	defer close(m.crashCh)
 	m.res.op, m.res.index, m.res.step = op, index, m.steps
-	written, err := readFrames(m.walDir)
-	if err != nil && m.crashErr == nil {
+	if err := m.mergeLog(); err != nil && m.crashErr == nil {
 		m.crashErr = fmt.Errorf("reading the frames written before the crash: %w", err)
 	}
+	written := m.hist
 	m.res.written = written
 	m.res.committed = uint64(len(written))
 	if index > 0 {
@@ -228,6 +252,9 @@ func (m *diskModel) buildImage() error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(m.image, engine.FormatFile), format, 0o644); err != nil {
+		return err
+	}
+	if err := m.buildSnapImage(); err != nil {
 		return err
 	}
 	segs, err := listSegs(m.walDir)
@@ -391,12 +418,49 @@ func validFrame(f []byte, index uint64) bool {
 	return len(b) == 0
 }
 
-// readFrames returns the payloads of every frame of a wal folder, in order.
-func readFrames(walDir string) ([][][]byte, error) {
+// mergeLog adds the frames of the wal folder to the history (under mu).
+func (m *diskModel) mergeLog() error {
+	first, frames, err := readLog(m.walDir)
+	if err != nil {
+		return err
+	}
+	if len(frames) == 0 {
+		m.hist = m.hist[:0] // an empty log: nothing was ever truncated from it
+		return nil
+	}
+	if first-1 > uint64(len(m.hist)) {
+		return fmt.Errorf("disk model: the log starts at index %d, the history knows %d frames: truncated frames were never read", first, len(m.hist))
+	}
+	m.hist = append(m.hist[:first-1], frames...)
+	return nil
+}
+
+// setHistory replaces the history by what the boot recovered.
+func (m *diskModel) setHistory(hist [][][]byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.hist = append([][][]byte(nil), hist...)
+}
+
+// history is every frame written so far, index 1 first.
+func (m *diskModel) history() ([][][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	err := m.mergeLog()
+	return m.hist, err
+}
+
+// readLog returns the payloads of every frame of a wal folder, in order,
+// and the index of the first (compaction truncates the log's front).
+func readLog(walDir string) (uint64, [][][]byte, error) {
 	var out [][][]byte
-	err := wal.ReplayDir(walDir, 1, func(index uint64, recs [][]byte) error {
-		if index != uint64(len(out))+1 {
-			return fmt.Errorf("frame %d after %d frames", index, len(out))
+	first := uint64(0)
+	err := wal.ReplayDir(walDir, 0, func(index uint64, recs [][]byte) error {
+		if first == 0 {
+			first = index
+		}
+		if index != first+uint64(len(out)) {
+			return fmt.Errorf("frame %d after %d frames from %d", index, len(out), first)
 		}
 		frame := make([][]byte, len(recs))
 		for i, r := range recs {
@@ -405,5 +469,8 @@ func readFrames(walDir string) ([][][]byte, error) {
 		out = append(out, frame)
 		return nil
 	})
-	return out, err
+	if first == 0 {
+		first = 1
+	}
+	return first, out, err
 }

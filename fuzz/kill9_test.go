@@ -29,19 +29,35 @@ import (
 
 // TestKill9 is harness 1 of docs/reliability.md: the real binary, kill -9.
 // A daemon runs a mixed workload (a DAG, retries, a foreach fan-out,
-// sleeping tasks, a workflow that must fail) on a data folder while a
-// goroutine triggers runs over HTTP; the test kill -9s it at seeded moments
-// (some during the boot itself) and restarts it on the same folder, K times.
-// Then it stops triggering, waits for every run to end and checks:
+// sleeping tasks, a workflow that must fail, tasks with large outputs, and a
+// cron schedule firing every second) on a data folder while a goroutine
+// triggers runs over HTTP. It compacts often (--compact-bytes 1 MiB, the
+// least it accepts; --keep-runs 3; --retention 1m), so snapshots, log
+// truncation and retention happen every few seconds. The test kill -9s it
+// at seeded moments (some during the boot itself, some right after a
+// snapshot's .tmp file or a new snapshot appears in the data folder: during
+// compaction) and restarts it on the same folder, K times. A tail
+// (walTail) reads every WAL frame as it is written, from outside. Then it
+// stops triggering, waits for every run to end and checks:
 //
-//   - every acknowledged trigger (a 201) exists as a run;
-//   - every run ended as its workflow implies (k-fail: failed; every other
-//     workflow: success, unless a task hit the crash-loop rule, which is
-//     counted and must show 3 interruptions);
+//   - every acknowledged trigger (a 201) exists as a run, or was pruned by
+//     retention (a runs_pruned record the tail read);
+//   - every run, retained or pruned, ended as its workflow implies (k-fail:
+//     failed; every other workflow: success, unless a task hit the
+//     crash-loop rule, which is counted and must show 3 interruptions);
 //   - every task recorded as succeeded left a ledger line (its effect
-//     happened), so every task of a successful run ran at least once;
-//   - after SIGTERM the daemon exits 0, `orkwal wal verify` exits 0, and
-//     two fresh replays of the log give the same state hash.
+//     happened), so every task of a successful run ran at least once; and
+//     every ledger line belongs to a run the log holds (no effect of a run
+//     that was never recorded);
+//   - cron: the schedule's fire times, across every kill, are distinct and
+//     one second apart (none ran twice, none was lost: catchup all), each
+//     made exactly one run, whose fire time is its own;
+//   - after SIGTERM the daemon exits 0, `orkwal wal verify` exits 0, two
+//     fresh replays of the log (the newest snapshot plus the frames after
+//     it) give the same state hash, which is also the hash of the tail's
+//     fold of every frame ever written;
+//   - the data folder is within the bound its settings imply (see
+//     checkDisk), after every kill and at the end.
 //
 // It reports re-executions (ledger lines beyond one per task: the price of
 // at-least-once) and the longest recovery (restart to a healthy /healthz).
@@ -49,20 +65,13 @@ import (
 // The seed fixes the workload and the kill schedule; the interleaving with
 // the OS scheduler is not reproducible, so a seed replays the same kind of
 // run rather than the same run.
-//
-// TODO(cron): the workload has no scheduled workflow; add one (@every) and
-// check that no fire time runs twice and none is lost across kills.
-// TODO(compaction): the daemon runs with its default --compact-bytes (64
-// MiB), which this log does not reach, so it never compacts here; make it
-// compact (a small --compact-bytes), kill it during compaction too, and tell
-// runs pruned by retention (runs_pruned) apart from lost ones.
 func TestKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kill -9s it")
 	}
 	kills := *tortureKills
 	if kills == 0 {
-		kills = 5
+		kills = 8
 		if longMode() {
 			kills = 1000
 		}
@@ -94,8 +103,16 @@ type kill9 struct {
 	trigs  atomic.Int64 // triggers sent
 	stopTr atomic.Bool
 
+	tail *walTail
+
 	bootKills   int
 	lockWaits   int // kills after which a fork child still held LOCK for a moment
+	compactKill int // kills timed on a compaction (a .tmp or a new snapshot seen)
+	tmpKills    int // kills that left a snapshot .tmp behind: mid-write
+	snapKills   int // kills within 20 ms after a new snapshot appeared
+	startKills  int // kills that left a tidwall .START file: mid-truncation
+	disk        diskStats
+	stoppedAt   time.Time // SIGTERM sent
 	maxRecovery time.Duration
 	recoveries  []time.Duration
 }
@@ -148,10 +165,40 @@ tasks:
 `,
 }
 
-var k9Expected = map[string]string{"k-dag": "success", "k-retry": "success", "k-fan": "success",
-	"k-sleep": "success", "k-fail": "failed"}
+// bigOutput writes a 120 KB JSON output: the task_finished records that
+// carry it make the log grow fast enough for a compaction every few seconds
+// at the least --compact-bytes the daemon accepts (1 MiB).
+const bigOutput = `{ printf "{\"pad\": \""; head -c 120000 /dev/zero | tr "\0" x; printf "\"}"; } > "$ORKWAL_OUTPUT"; `
 
-var k9Names = []string{"k-dag", "k-retry", "k-fan", "k-sleep", "k-fail"}
+func init() {
+	k9Workflows["k-big.yaml"] = `name: k-big
+tasks:
+  blob: {command: '` + bigOutput + `echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'}
+`
+	// Every second, every missed fire run after a restart (catchup: all),
+	// fires never skipped for an active run (overlap: allow): the fire times
+	// must be exactly one second apart across every kill.
+	k9Workflows["k-cron.yaml"] = `name: k-cron
+schedule: "@every 1s"
+catchup: all
+overlap: allow
+tasks:
+  tick: {command: '` + bigOutput + `echo "$ORKWAL_RUN_ID $ORKWAL_TASK_ID $ORKWAL_ATTEMPT" >> "$LEDGER"'}
+`
+}
+
+var k9Expected = map[string]string{"k-dag": "success", "k-retry": "success", "k-fan": "success",
+	"k-sleep": "success", "k-fail": "failed", "k-big": "success", "k-cron": "success"}
+
+// k9Names are the workflows triggered over HTTP (k-cron runs by its schedule).
+var k9Names = []string{"k-dag", "k-retry", "k-fan", "k-sleep", "k-fail", "k-big"}
+
+// The daemon's compaction settings (see checkDisk for the bound they imply).
+const (
+	k9CompactBytes = 1 << 20 // --compact-bytes: the least the daemon accepts
+	k9KeepRuns     = 3       // --keep-runs
+	k9Segment      = 4 << 20 // the WAL segment size (wal.DefaultSegmentSize)
+)
 
 func newKill9(t *testing.T, sd int64, kills int) *kill9 {
 	work := t.TempDir()
@@ -229,7 +276,8 @@ func (k *kill9) start() *daemonProc {
 	addr := freePort(k.t)
 	fmt.Fprintf(k.logf, "=== start on %s\n", addr)
 	cmd := exec.Command(k.bin, "run", "--data", k.data, "--addr", addr, "--workflows", k.wfDir,
-		"--max-concurrent", "8", "--kill-grace", "2s")
+		"--max-concurrent", "8", "--kill-grace", "2s", "--compact-bytes", fmt.Sprint(k9CompactBytes),
+		"--keep-runs", fmt.Sprint(k9KeepRuns), "--retention", "1m")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ORKWAL_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -282,6 +330,23 @@ func (k *kill9) kill(d *daemonProc) {
 	<-d.exited
 	fmt.Fprintf(k.logf, "=== kill -9 (pid %d)\n", d.cmd.Process.Pid)
 	k.waitLockFree(d.cmd.Process.Pid)
+	for _, n := range listNames(filepath.Join(k.data, "snapshots")) {
+		if strings.HasSuffix(n, ".tmp") {
+			k.tmpKills++
+			break
+		}
+	}
+	for _, n := range listNames(filepath.Join(k.data, "wal")) {
+		if strings.HasSuffix(n, ".START") {
+			k.startKills++
+			break
+		}
+	}
+	// The folder is quiet: read what the tail has not, and measure it.
+	if err := k.tail.poll(); err != nil {
+		k.fatalf("WAL tail: %v", err)
+	}
+	k.checkDisk(false)
 }
 
 func (k *kill9) call(addr, method, path string) (int, []byte, http.Header) {
@@ -326,12 +391,22 @@ func (k *kill9) triggers(rng *rand.Rand, done chan<- struct{}) {
 func (k *kill9) run() {
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(uint64(k.seed), 1))
+	k.tail = newWALTail(k.data)
 	d := k.start()
 	k.healthy(d)
+	tailStop, tailDone := make(chan struct{}), make(chan error, 1)
+	go func() { tailDone <- k.tail.follow(tailStop) }()
 	done := make(chan struct{})
 	go k.triggers(rand.New(rand.NewPCG(uint64(k.seed), 2)), done)
 	for i := 0; i < k.kills; {
-		time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
+		switch r := rng.IntN(10); {
+		case r < 2: // as soon as a snapshot is being written
+			k.killOnCompaction(d, "tmp", time.Duration(rng.IntN(3))*time.Millisecond)
+		case r < 3: // as soon as a new snapshot is in place: truncation, removals
+			k.killOnCompaction(d, "snap", time.Duration(rng.IntN(5))*time.Millisecond)
+		default:
+			time.Sleep(time.Duration(100+rng.IntN(900)) * time.Millisecond)
+		}
 		k.alive(d, "the daemon died on its own")
 		k.kill(d)
 		i++
@@ -355,7 +430,56 @@ func (k *kill9) run() {
 	if k.t.Failed() {
 		k.fatalf("trigger goroutine failed")
 	}
+	close(tailStop)
+	if err := <-tailDone; err != nil {
+		k.fatalf("WAL tail: %v", err)
+	}
 	k.check(d, start)
+}
+
+// killOnCompaction waits (polling the data folder: an external process) for
+// the daemon's next compaction to show: what "tmp", a snapshot .tmp file
+// being written; "snap", a snapshot file that was not there before (renamed
+// in place; the truncation and removals follow). Then it waits delay and
+// returns, for the caller to kill. A compaction that does not show within
+// 10 s is no failure (the kill then lands at a random moment).
+func (k *kill9) killOnCompaction(d *daemonProc, what string, delay time.Duration) {
+	dir := filepath.Join(k.data, "snapshots")
+	before := map[string]bool{}
+	if what == "snap" {
+		for _, n := range listNames(dir) {
+			before[n] = true
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.exited:
+			return // alive() reports it
+		default:
+		}
+		for _, n := range listNames(dir) {
+			if what == "tmp" && strings.HasSuffix(n, ".snap.tmp") || what == "snap" && strings.HasSuffix(n, ".snap") && !before[n] {
+				time.Sleep(delay)
+				k.compactKill++
+				if what == "snap" {
+					k.snapKills++
+				}
+				return
+			}
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+}
+
+// listNames lists a folder's file names (none if it does not exist).
+func listNames(dir string) []string {
+	des, _ := os.ReadDir(dir)
+	out := make([]string, 0, len(des))
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
 }
 
 // runView is what the checks read of GET /runs/{id}.
@@ -424,13 +548,6 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 	for _, r := range runs {
 		byID[r.ID] = true
 	}
-	for _, id := range k.acked {
-		if !byID[id] {
-			if code, _, _ := k.call(d.addr, "GET", "/runs/"+id); code != 200 {
-				k.fatalf("LOST: acknowledged run %s does not exist (GET /runs/%s: %d)", id, id, code)
-			}
-		}
-	}
 	ledger := readLedger(k.t, k.ledger)
 	tasks, crashLoops := 0, 0
 	for _, sum := range runs {
@@ -439,30 +556,10 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 		if code != 200 || json.Unmarshal(body, &r) != nil {
 			k.fatalf("GET /runs/%s: %d %s", sum.ID, code, body)
 		}
-		want := k9Expected[r.Workflow]
-		loop := false
-		for _, tv := range r.Tasks {
-			if tv.Instances > 0 {
-				continue // a fan-out node: its instances are the processes
-			}
-			tasks++
-			if strings.Contains(tv.Error, "crash loop") {
-				if tv.Interruptions < 3 {
-					k.fatalf("run %s task %s failed as a crash loop after %d interruptions", r.ID, tv.Name, tv.Interruptions)
-				}
-				k.t.Logf("crash loop: %s (%s) attempt %d, %d interruptions: %s", tv.ID, r.Workflow, tv.Attempt, tv.Interruptions, tv.Error)
-				loop = true
-			}
-			if tv.Status == "success" && ledger[tv.ID] == 0 {
-				k.fatalf("task %s is recorded as succeeded but never wrote its ledger line (attempt %d)", tv.ID, tv.Attempt)
-			}
-		}
-		switch {
-		case r.Status == want:
-		case loop && r.Status == "failed":
-			crashLoops++ // 3 kills in a row hit one task: failing it is the documented rule
-		default:
-			k.fatalf("run %s of %s ended %s, want %s: %s", r.ID, r.Workflow, r.Status, want, body)
+		n, loop := k.checkRun(r, ledger, string(body))
+		tasks += n
+		if loop {
+			crashLoops++
 		}
 	}
 	lines, reexec := 0, 0
@@ -472,6 +569,7 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 	}
 
 	// Clean stop, then the log must verify and replay to the same state twice.
+	k.stoppedAt = time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
@@ -482,6 +580,20 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 		k.fatalf("exit after SIGTERM: %v", d.err)
 	}
 	k.cur = nil
+	// Everything the daemon wrote, up to its clean stop, is in the tail now.
+	if err := k.tail.poll(); err != nil {
+		k.fatalf("WAL tail: %v", err)
+	}
+	pruned, prunedTasks, prunedLoops := k.checkPruned(byID, ledger)
+	tasks += prunedTasks
+	crashLoops += prunedLoops
+	for _, id := range k.acked {
+		if !byID[id] && k.tail.pruned[id] == nil {
+			k.fatalf("LOST: acknowledged run %s is neither in GET /runs nor pruned by retention (no runs_pruned record names it)", id)
+		}
+	}
+	fires := k.checkCron(byID)
+	k.checkLedgerRuns(ledger)
 	if out, err := exec.Command(k.bin, "wal", "verify", "--data", k.data).CombinedOutput(); err != nil {
 		k.fatalf("orkwal wal verify: %v\n%s", err, out)
 	}
@@ -493,27 +605,34 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 	if hs, _ := k.replayHash(true); hs != h1 {
 		k.fatalf("the newest snapshot plus the log after it gives state %016x, the log alone %016x", hs, h1)
 	}
-	var logBytes int64
-	segs, _ := listSegs(filepath.Join(k.data, "wal"))
-	for _, sg := range segs {
-		logBytes += sg.size
+	if ht, err := k.tail.st.Hash(); err != nil || ht != h1 {
+		k.fatalf("the fold of every frame the daemon ever wrote (%d frames, read as they were written) gives state %016x (%v), "+
+			"the final snapshot and log %016x", k.tail.frames, ht, err, h1)
 	}
+	final := k.checkDisk(true)
+	logBytes := final.wal
 	sort.Slice(k.recoveries, func(i, j int) bool { return k.recoveries[i] < k.recoveries[j] })
 	var median time.Duration
 	if len(k.recoveries) > 0 {
 		median = k.recoveries[len(k.recoveries)/2]
 	}
 	took := time.Since(start)
-	k.t.Logf("seed %d: %d kill -9s (%d during boot) in %s (%.1f kills/min); %d triggers, %d acknowledged, %d runs, %d tasks, 0 lost; "+
-		"%d ledger lines, %d re-executions (at-least-once), %d crash-loop failures; recovery median %s, longest %s; "+
-		"LOCK briefly held by a dying fork child after %d kills; final log %d bytes, %d records replay to %016x",
-		k.seed, k.kills, k.bootKills, took.Round(time.Millisecond), float64(k.kills)/took.Minutes(), k.trigs.Load(), len(k.acked),
-		len(runs), tasks, lines, reexec, crashLoops, median.Round(time.Millisecond), k.maxRecovery.Round(time.Millisecond),
-		k.lockWaits, logBytes, n1, h1)
-	fmt.Printf("TORTURE kill9 kills=%d boot_kills=%d acked=%d runs=%d tasks=%d lost=0 reexecutions=%d crash_loops=%d "+
-		"max_recovery_ms=%d median_recovery_ms=%d lock_waits=%d log_bytes=%d records=%d seconds=%.1f\n",
-		k.kills, k.bootKills, len(k.acked), len(runs), tasks, reexec, crashLoops, k.maxRecovery.Milliseconds(),
-		median.Milliseconds(), k.lockWaits, logBytes, n1, took.Seconds())
+	allRuns := len(runs) + pruned
+	k.t.Logf("seed %d: %d kill -9s (%d during boot, %d timed on a compaction: %d left a snapshot .tmp, %d just after a new snapshot, "+
+		"%d left a truncation's .START) in %s (%.1f kills/min); %d triggers, %d acknowledged, %d runs (%d pruned by retention), "+
+		"%d tasks, %d cron fires, 0 lost; %d ledger lines, %d re-executions (at-least-once), %d crash-loop failures; "+
+		"recovery median %s, longest %s; LOCK briefly held by a dying fork child after %d kills; "+
+		"%d WAL frames written, %d snapshots seen; final log %d bytes, %d records after the snapshot replay to %016x; %s",
+		k.seed, k.kills, k.bootKills, k.compactKill, k.tmpKills, k.snapKills, k.startKills, took.Round(time.Millisecond),
+		float64(k.kills)/took.Minutes(), k.trigs.Load(), len(k.acked), allRuns, pruned, tasks, fires, lines, reexec, crashLoops,
+		median.Round(time.Millisecond), k.maxRecovery.Round(time.Millisecond), k.lockWaits, k.tail.frames, len(k.disk.snaps),
+		logBytes, n1, h1, k.disk.String())
+	fmt.Printf("TORTURE kill9 kills=%d boot_kills=%d compaction_kills=%d tmp_kills=%d snap_kills=%d start_kills=%d acked=%d runs=%d pruned=%d "+
+		"tasks=%d cron_fires=%d lost=0 reexecutions=%d crash_loops=%d max_recovery_ms=%d median_recovery_ms=%d lock_waits=%d "+
+		"frames=%d snapshots=%d log_bytes=%d records=%d max_wal_bytes=%d max_snapshot_bytes=%d max_data_bytes=%d seconds=%.1f\n",
+		k.kills, k.bootKills, k.compactKill, k.tmpKills, k.snapKills, k.startKills, len(k.acked), allRuns, pruned, tasks, fires,
+		reexec, crashLoops, k.maxRecovery.Milliseconds(), median.Milliseconds(), k.lockWaits, k.tail.frames, len(k.disk.snaps),
+		logBytes, n1, k.disk.maxWAL, k.disk.maxSnap, k.disk.maxTotal, took.Seconds())
 }
 
 // readLedger counts ledger lines per task id.

@@ -25,8 +25,8 @@ import (
 // TestPowerLoss is harness 2 of docs/reliability.md: simulated power loss,
 // deterministic, in process. Each scenario (one seed) runs an engine with a
 // fake clock and a fake executor through a seeded workload, cuts the power
-// at a seeded WAL I/O point, builds the folder a power cut could leave (see
-// diskModel), boots a new engine on it (which may itself lose power while it
+// at a seeded WAL or compaction I/O point, builds the folder a power cut
+// could leave (see diskModel and snapmodel_test.go), boots a new engine on it (which may itself lose power while it
 // records the interrupted attempts), checks that nothing acknowledged was
 // lost and that recovery is a replay of a prefix of what was written, and
 // goes on for a few generations.
@@ -96,9 +96,11 @@ func TestPowerLoss(t *testing.T) {
 	}
 	took := time.Since(start)
 	t.Logf("%s in %s (%.0f scenarios/min)", st, took.Round(time.Millisecond), float64(st.scenarios.Load())/took.Minutes())
-	fmt.Printf("TORTURE powerloss scenarios=%d crashes=%d boot_crashes=%d idle_crashes=%d runs=%d tasks=%d lost=0 unacked_survived=%d torn_cut=%d segments_lost=%d reexecutions=%d seconds=%.1f\n",
-		st.scenarios.Load(), st.crashes.Load(), st.bootCrashes.Load(), st.idleCrashes.Load(), st.runs.Load(), st.tasks.Load(),
-		st.unackedSurvived.Load(), st.tornCut.Load(), st.segmentsLost.Load(), st.reexec.Load(), took.Seconds())
+	fmt.Printf("TORTURE powerloss scenarios=%d crashes=%d boot_crashes=%d idle_crashes=%d compaction_crashes=%d runs=%d pruned=%d tasks=%d lost=0 "+
+		"unacked_survived=%d torn_cut=%d segments_lost=%d reexecutions=%d compactions=%d truncated_boots=%d snapdir_lost=%d seconds=%.1f\n",
+		st.scenarios.Load(), st.crashes.Load(), st.bootCrashes.Load(), st.idleCrashes.Load(), st.compactCrashes.Load(), st.runs.Load(),
+		st.pruned.Load(), st.tasks.Load(), st.unackedSurvived.Load(), st.tornCut.Load(), st.segmentsLost.Load(), st.reexec.Load(),
+		st.compactions.Load(), st.truncatedBoots.Load(), st.snapDirLost.Load(), took.Seconds())
 }
 
 // plStats counts what the scenarios exercised.
@@ -106,13 +108,17 @@ type plStats struct {
 	scenarios, generations, crashes, bootCrashes, idleCrashes atomic.Int64
 	runs, tasks, unackedSurvived, tornCut, segmentsLost       atomic.Int64
 	reexec                                                    atomic.Int64 // attempts interrupted by a crash: run again
+	compactions, compactCrashes, truncatedBoots, snapDirLost  atomic.Int64
+	pruned                                                    atomic.Int64
 }
 
 func (s *plStats) String() string {
-	return fmt.Sprintf("%d scenarios, %d engines, %d power cuts (%d during boot, %d idle), %d runs, %d tasks, 0 lost; "+
-		"%d unacknowledged frames survived, %d torn tails cut, %d new segments lost, %d attempts interrupted",
-		s.scenarios.Load(), s.generations.Load(), s.crashes.Load(), s.bootCrashes.Load(), s.idleCrashes.Load(),
-		s.runs.Load(), s.tasks.Load(), s.unackedSurvived.Load(), s.tornCut.Load(), s.segmentsLost.Load(), s.reexec.Load())
+	return fmt.Sprintf("%d scenarios, %d engines, %d power cuts (%d during boot, %d idle, %d during a compaction), %d runs (%d pruned), %d tasks, 0 lost; "+
+		"%d unacknowledged frames survived, %d torn tails cut, %d new segments lost, %d attempts interrupted; "+
+		"%d compactions before a cut, %d boots on a truncated log, %d images lost an unsynced snapshots/",
+		s.scenarios.Load(), s.generations.Load(), s.crashes.Load(), s.bootCrashes.Load(), s.idleCrashes.Load(), s.compactCrashes.Load(),
+		s.runs.Load(), s.pruned.Load(), s.tasks.Load(), s.unackedSurvived.Load(), s.tornCut.Load(), s.segmentsLost.Load(), s.reexec.Load(),
+		s.compactions.Load(), s.truncatedBoots.Load(), s.snapDirLost.Load())
 }
 
 // The workflows of the power-loss workload. %d is the version counter, so
@@ -158,6 +164,9 @@ type scenario struct {
 	clock   *fakeClock
 	segSize int
 	maxConc int
+	compact int64      // CompactBytes: -1 (off) or a few KiB
+	keep    int        // KeepRuns
+	hist    [][][]byte // every frame of the current folder's log, index 1 first
 	st      *plStats
 	version int // put counter
 
@@ -190,12 +199,14 @@ func (s *scenario) trace() string {
 	return "  " + strings.Join(l, "\n  ")
 }
 
-func (s *scenario) config(dir string, fault wal.Fault, fx *fakeExec) engine.Config {
-	// CompactBytes -1: no snapshots, no log truncation. The disk model knows
-	// the WAL's appends only; see TODO(compaction) in docs/reliability.md.
-	return engine.Config{DataDir: dir, MaxConcurrent: s.maxConc, Clock: s.clock, Logger: quiet,
-		SegmentSize: s.segSize, WALFault: fault, CompactBytes: -1,
+func (s *scenario) config(dir string, m *diskModel, fx *fakeExec) engine.Config {
+	c := engine.Config{DataDir: dir, MaxConcurrent: s.maxConc, Clock: s.clock, Logger: quiet,
+		SegmentSize: s.segSize, CompactBytes: s.compact, KeepRuns: s.keep,
 		Executors: map[string]executors.Executor{"process": fx, "noop": fx}}
+	if m != nil {
+		c.WALFault, c.CompactFault = m.fault, m.compactFault
+	}
+	return c
 }
 
 // run plays the scenario: generations of engines, each ended by a power cut,
@@ -206,7 +217,12 @@ func (s *scenario) run() error {
 	s.segSize = []int{512, 1024, 4096}[s.rng.IntN(3)]
 	s.maxConc = 1 + s.rng.IntN(4)
 	gens := 1 + s.rng.IntN(4)
-	s.logf("seed %d: segment size %d, max concurrent %d, %d power cuts", s.seed, s.segSize, s.maxConc, gens)
+	s.compact, s.keep = -1, 1+s.rng.IntN(4)
+	if s.rng.IntN(4) != 0 {
+		s.compact = 1024 << s.rng.IntN(3) // a compaction every few actions
+	}
+	s.logf("seed %d: segment size %d, max concurrent %d, compact bytes %d, keep runs %d, %d power cuts",
+		s.seed, s.segSize, s.maxConc, s.compact, s.keep, gens)
 	dir := filepath.Join(s.root, "g0")
 	var prev *crashResult
 	for g := 0; ; g++ {
@@ -223,20 +239,21 @@ func (s *scenario) run() error {
 				crashAt = 1 + s.rng.IntN(2*actions)
 			}
 		}
-		model, err := newDiskModel(dir, image, crashAt, rand.New(rand.NewPCG(uint64(s.seed), uint64(g))))
+		model, err := newDiskModel(dir, image, crashAt, rand.New(rand.NewPCG(uint64(s.seed), uint64(g))), s.hist)
 		if err != nil {
 			return fmt.Errorf("generation %d: disk model: %w", g, err)
 		}
 		fx := newFakeExec()
 		s.st.generations.Add(1)
 		s.logf("generation %d: boot on %s (cut at I/O step %d)", g, filepath.Base(dir), crashAt)
-		e, err := engine.Open(s.config(dir, model.fault, fx))
+		e, err := engine.Open(s.config(dir, model, fx))
 		if err != nil {
 			if !model.crashed || !errors.Is(err, errCrash) {
 				return fmt.Errorf("generation %d: boot failed: %w", g, err)
 			}
 			s.st.bootCrashes.Add(1)
 			s.st.crashes.Add(1)
+			s.hist = model.res.written
 			if err := s.afterCrash(model, g, "boot"); err != nil {
 				return err
 			}
@@ -249,9 +266,10 @@ func (s *scenario) run() error {
 				s.closeEngine(e, fx)
 				return fmt.Errorf("generation %d, after the power cut at %s: %w", g, prev.describe(), err)
 			}
+			model.setHistory(s.hist) // the recovered history, boot frames included
 		}
 		if last {
-			err := s.idempotent(e, dir, fx)
+			err := s.idempotent(e, dir, fx, model)
 			if err == nil {
 				err = s.count(dir)
 			}
@@ -264,6 +282,8 @@ func (s *scenario) run() error {
 		}
 		model.crash()
 		s.st.crashes.Add(1)
+		s.hist = model.res.written
+		s.st.compactions.Add(e.Stats().Compactions)
 		if err := s.closeEngine(e, fx); err != nil {
 			return fmt.Errorf("generation %d: %w", g, err)
 		}
@@ -285,6 +305,12 @@ func (s *scenario) afterCrash(m *diskModel, g int, phase string) error {
 	}
 	s.st.tornCut.Add(int64(m.res.torn))
 	s.st.segmentsLost.Add(int64(m.res.segmentsLost))
+	if m.res.snapDirLost {
+		s.st.snapDirLost.Add(1)
+	}
+	if m.res.index == 0 && m.res.op != "" && m.res.op != wal.OpWrite && m.res.op != wal.OpSync && m.res.op != wal.OpDirSync {
+		s.st.compactCrashes.Add(1) // a CompactFault step or the WAL's truncation
+	}
 	if m.crashErr != nil {
 		return fmt.Errorf("generation %d: harness could not cut the power: %w", g, m.crashErr)
 	}
@@ -292,6 +318,9 @@ func (s *scenario) afterCrash(m *diskModel, g int, phase string) error {
 }
 
 func (r *crashResult) describe() string {
+	if r.index == 0 && r.op != "" {
+		return fmt.Sprintf("I/O step %d: compaction %s (%d frames written, all committed)", r.step, r.op, len(r.written))
+	}
 	if r.index == 0 {
 		return fmt.Sprintf("idle (after %d I/O steps, %d frames written, all committed)", r.step, len(r.written))
 	}
@@ -446,7 +475,7 @@ func (s *scenario) startJob(e *engine.Engine, fx *fakeExec, m *diskModel) error 
 	fx.start(j)
 	return s.settle(e, fx, m, func() bool {
 		st, att, ok := taskState(e, j.job.RunID, j.job.TaskID)
-		return ok && (att != j.job.Attempt || st != "dispatched")
+		return !ok || att != j.job.Attempt || st != "dispatched" // !ok: finished and pruned by retention
 	}, "task started")
 }
 
@@ -469,7 +498,7 @@ func (s *scenario) finishJob(e *engine.Engine, fx *fakeExec, m *diskModel) error
 	fx.finish(j, ok, out)
 	return s.settle(e, fx, m, func() bool {
 		st, att, ok := taskState(e, j.job.RunID, j.job.TaskID)
-		return ok && (att != j.job.Attempt || st != "dispatched" && st != "running")
+		return !ok || att != j.job.Attempt || st != "dispatched" && st != "running" // !ok: finished and pruned by retention
 	}, "task finished")
 }
 
@@ -507,7 +536,26 @@ func (s *scenario) settle(e *engine.Engine, fx *fakeExec, m *diskModel, done fun
 		}
 		why := s.busy(e, fx)
 		if why == "" && (done == nil || done()) {
-			return nil
+			if !m.pendingCompaction() {
+				return nil
+			}
+			// The engine is idle: let the compactions it decided run, alone,
+			// and wait for their end (or the cut).
+			n := m.release()
+			for int(e.Stats().Compactions) < n && !m.isCrashed() {
+				ch := e.Changed()
+				if int(e.Stats().Compactions) >= n {
+					break
+				}
+				select {
+				case <-ch:
+				case <-m.crashCh:
+				case <-deadline.C:
+					return fmt.Errorf("compaction %d did not end within 20s after %s", n, what)
+				}
+			}
+			m.compactionDone()
+			continue
 		}
 		select {
 		case <-ec:
@@ -557,15 +605,22 @@ func (m *diskModel) isCrashed() bool {
 // verify checks a freshly booted engine (not started) against the crash it
 // recovered from.
 func (s *scenario) verify(e *engine.Engine, dir string, prev *crashResult) error {
-	got, err := readFrames(filepath.Join(dir, "wal"))
+	first, log, err := readLog(filepath.Join(dir, "wal"))
 	if err != nil {
 		return fmt.Errorf("the recovered log does not read: %w", err)
 	}
-	p := 0
+	if first-1 > uint64(len(prev.written)) {
+		return fmt.Errorf("the recovered log starts at index %d, after the %d frames ever written", first, len(prev.written))
+	}
+	// got: the recovered history, index 1 first: the frames truncation
+	// removed (which the recovered snapshot stands for) and the log.
+	got := append(append([][][]byte(nil), prev.written[:first-1]...), log...)
+	p := int(first - 1)
 	for p < len(got) && p < len(prev.written) && sameFrame(got[p], prev.written[p]) {
 		p++
 	}
-	s.logf("recovered %d of %d written frames (%d committed), then %d boot frames", p, len(prev.written), prev.committed, len(got)-p)
+	s.logf("recovered %d of %d written frames (%d committed; the log from index %d), then %d boot frames",
+		p, len(prev.written), prev.committed, first, len(got)-p)
 	if uint64(p) < prev.committed {
 		return fmt.Errorf("LOST: only %d frames of the %d committed before the crash survived (frame %d differs or is missing)",
 			p, prev.committed, p+1)
@@ -576,6 +631,10 @@ func (s *scenario) verify(e *engine.Engine, dir string, prev *crashResult) error
 	if len(got)-p > 1 {
 		return fmt.Errorf("boot appended %d frames after the recovered prefix, want at most 1", len(got)-p)
 	}
+	if first > 1 {
+		s.st.truncatedBoots.Add(1)
+	}
+	s.hist = got
 	counts := map[string]int{}
 	for i, f := range got {
 		for _, payload := range f {
@@ -588,6 +647,10 @@ func (s *scenario) verify(e *engine.Engine, dir string, prev *crashResult) error
 				counts["cancel "+r.ID]++
 			case *replay.RunRetried:
 				counts["retry "+r.ID]++
+			case *replay.RunsPruned:
+				for _, id := range r.IDs {
+					counts["pruned "+id]++
+				}
 			}
 			if _, ok := r.(*replay.TaskInterrupted); i >= p && !ok {
 				return fmt.Errorf("boot frame %d holds a %s record; boot only records interruptions", i+1, r.Kind())
@@ -595,8 +658,8 @@ func (s *scenario) verify(e *engine.Engine, dir string, prev *crashResult) error
 		}
 	}
 	for _, id := range s.ackRuns {
-		if _, err := e.Run(id); err != nil {
-			return fmt.Errorf("LOST: acknowledged run %s: %w", id, err)
+		if _, err := e.Run(id); err != nil && counts["pruned "+id] == 0 {
+			return fmt.Errorf("LOST: acknowledged run %s (and no runs_pruned record names it): %w", id, err)
 		}
 	}
 	for name, v := range s.ackVersions {
@@ -622,10 +685,11 @@ func (s *scenario) verify(e *engine.Engine, dir string, prev *crashResult) error
 	}
 	fresh, err := replayHash(got)
 	if err != nil {
-		return fmt.Errorf("a fresh replay of the recovered log fails: %w", err)
+		return fmt.Errorf("a fresh replay of the recovered history fails: %w", err)
 	}
 	if fresh != live {
-		return fmt.Errorf("recovered state %016x differs from a fresh replay of its log %016x", live, fresh)
+		return fmt.Errorf("recovered state %016x (from the snapshot and the log from index %d) differs from a fresh replay of the history %016x",
+			live, first, fresh)
 	}
 	return nil
 }
@@ -633,15 +697,22 @@ func (s *scenario) verify(e *engine.Engine, dir string, prev *crashResult) error
 // idempotent closes a booted engine that never started, boots the folder
 // again, and checks that the second boot wrote nothing and found the same
 // state.
-func (s *scenario) idempotent(e *engine.Engine, dir string, fx *fakeExec) error {
-	h1, err := e.StateHash()
-	if err != nil {
-		return err
-	}
+func (s *scenario) idempotent(e *engine.Engine, dir string, fx *fakeExec, m *diskModel) error {
 	if err := s.closeEngine(e, fx); err != nil {
 		return err
 	}
-	before, err := readFrames(filepath.Join(dir, "wal"))
+	// Close compacts (and may prune): the state to find is the fold of the
+	// whole history, as it stands after the close.
+	hist, err := m.history()
+	if err != nil {
+		return err
+	}
+	s.hist = hist
+	h1, err := replayHash(hist)
+	if err != nil {
+		return err
+	}
+	_, before, err := readLog(filepath.Join(dir, "wal"))
 	if err != nil {
 		return err
 	}
@@ -658,7 +729,7 @@ func (s *scenario) idempotent(e *engine.Engine, dir string, fx *fakeExec) error 
 	if cerr != nil {
 		return cerr
 	}
-	after, err := readFrames(filepath.Join(dir, "wal"))
+	_, after, err := readLog(filepath.Join(dir, "wal"))
 	if err != nil {
 		return err
 	}
@@ -672,18 +743,25 @@ func (s *scenario) idempotent(e *engine.Engine, dir string, fx *fakeExec) error 
 	return nil
 }
 
-// count adds the final state's runs and tasks to the stats.
+// count adds the final state's runs and tasks to the stats (every run ever
+// created, pruned ones included).
 func (s *scenario) count(dir string) error {
-	frames, err := readFrames(filepath.Join(dir, "wal"))
-	if err != nil {
-		return err
-	}
+	frames := s.hist
 	st := replay.New()
 	for _, f := range frames {
 		for _, p := range f {
 			r, err := replay.Decode(p)
 			if err != nil {
 				return err
+			}
+			if pr, ok := r.(*replay.RunsPruned); ok {
+				for _, id := range pr.IDs {
+					if run := st.Runs[id]; run != nil {
+						s.st.runs.Add(1)
+						s.st.tasks.Add(int64(len(run.Tasks)))
+						s.st.pruned.Add(1)
+					}
+				}
 			}
 			if err := st.Apply(r); err != nil {
 				return err
@@ -719,4 +797,19 @@ func replayHash(frames [][][]byte) (uint64, error) {
 		}
 	}
 	return st.Hash()
+}
+
+// TestPowerLossFindings replays the power-loss seeds that found bugs (see
+// Findings in docs/reliability.md). A seed is a scenario of this file's
+// workload generator: if the generator changes, a seed becomes an ordinary
+// scenario, still worth running.
+func TestPowerLossFindings(t *testing.T) {
+	for _, sd := range []int64{
+		624592518125, // snapshots/ created without an fsync of the data folder, lost after the log was truncated
+	} {
+		s := newScenario(sd, scratchRoot(t), &plStats{})
+		if err := s.run(); err != nil {
+			t.Fatalf("seed %d: %v\n%s", sd, err, s.trace())
+		}
+	}
 }

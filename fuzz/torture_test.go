@@ -20,7 +20,7 @@ var (
 	tortureTime = flag.Duration("torture.time", 0,
 		"TestPowerLoss: run scenarios for this long (the default when no other limit is set: 25s, 5s with -short)")
 	tortureKills = flag.Int("torture.kills", 0,
-		"TestKill9: kill -9 the daemon this many times (0 = 5, or 1000 with ORKWAL_TORTURE=long)")
+		"TestKill9: kill -9 the daemon this many times (0 = 8, or 1000 with ORKWAL_TORTURE=long)")
 )
 
 // longMode: ORKWAL_TORTURE=long asks for the long runs (make torture).

@@ -41,6 +41,9 @@
 //     "<segment>.broken-<unix nanos>" (fsynced), the segment is truncated to
 //     the last whole frame and fsynced, the folder is fsynced, and a log line
 //     says what was cut. A torn tail is the trace of a crash during a write.
+//     Only the newest KeepBroken copies are kept (the disk stays bounded
+//     however often the daemon crashes). A front truncation's leftover
+//     "<index>.START.TEMP" (tidwall/wal's, before its rename) is removed.
 //  2. Every other segment is checked when it is read (Replay, Verify): a bad
 //     frame there, a gap between segments or a missing segment is corruption,
 //     reported as a *CorruptError with the segment, offset, index and reason,

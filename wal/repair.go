@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -16,6 +20,7 @@ const maxLookahead = 1 << 20
 // segment of dir. It returns the number of bytes cut (0 when the tail was
 // whole).
 func repairTail(dir string, logger *slog.Logger) (int64, error) {
+	removeStaleTemp(dir, logger)
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
 		return 0, err
@@ -44,6 +49,7 @@ func repairTail(dir string, logger *slog.Logger) (int64, error) {
 	if err := cutTail(last.path, data, good); err != nil {
 		return 0, err
 	}
+	pruneBroken(dir, logger)
 	if err := syncDir(dir); err != nil {
 		return 0, err
 	}
@@ -78,6 +84,47 @@ func plausibleFrameAt(b []byte, index uint64) bool {
 	}
 	_, _, err := decodeFrame(b[k : k+int(n)])
 	return err == nil
+}
+
+// removeStaleTemp removes the temporary files of a front truncation a crash
+// interrupted: tidwall/wal writes the kept part of a segment to
+// "<index>.START.TEMP" (fsync) and renames it to "<index>.START". Its Open
+// resolves a leftover .START but ignores a .TEMP, which is meaningless
+// before its rename and would stay for ever (up to a segment each: found by
+// the kill -9 torture, 16 MB of them after 300 kills).
+func removeStaleTemp(dir string, logger *slog.Logger) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.TEMP"))
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil {
+			logger.Warn("wal: could not remove a truncation's temporary file", "file", p, "err", err)
+			continue
+		}
+		logger.Info("wal: removed a temporary file of an interrupted truncation", "file", p)
+	}
+}
+
+// KeepBroken is how many .broken copies of cut torn tails a folder keeps:
+// every crash during a write leaves one, and a daemon that keeps crashing
+// must not fill the disk with them. The oldest go first.
+const KeepBroken = 8
+
+// pruneBroken removes all but the newest KeepBroken .broken copies in dir.
+func pruneBroken(dir string, logger *slog.Logger) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.broken-*"))
+	if len(paths) <= KeepBroken {
+		return
+	}
+	stamp := func(p string) int64 {
+		_, n, _ := strings.Cut(filepath.Base(p), ".broken-")
+		v, _ := strconv.ParseInt(n, 10, 64)
+		return v
+	}
+	sort.Slice(paths, func(i, j int) bool { return stamp(paths[i]) < stamp(paths[j]) })
+	for _, p := range paths[:len(paths)-KeepBroken] {
+		if err := os.Remove(p); err != nil {
+			logger.Warn("wal: could not remove an old torn-tail copy", "file", p, "err", err)
+		}
+	}
 }
 
 // cutTail keeps data[good:] in a .broken copy, then truncates the segment.

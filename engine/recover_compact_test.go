@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// TestDiskFullAfterTruncation: once compaction has truncated the log's
+// front, a write failing with ENOSPC must still rebuild the durable state
+// (a snapshot plus the log after it, not the log from index 1, which is
+// gone) and recover in-process once space is back. Before the fix, the
+// rebuild read the log from index 1, found it missing, kept the failed
+// turn's unacknowledged run visible, and recovery refused the log as
+// corrupt for as long as the daemon ran.
+func TestDiskFullAfterTruncation(t *testing.T) {
+	dir := t.TempDir()
+	var full atomic.Bool
+	clock := &fakeClock{}
+	e, err := Open(Config{DataDir: dir, Clock: clock, Logger: quiet, CompactBytes: 4 << 10, SegmentSize: 2048,
+		RecoveryBackoff: time.Millisecond,
+		Executors:       map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
+		WALFault: func(op wal.Op, _ uint64) error {
+			if op == wal.OpWrite && full.Load() {
+				return fmt.Errorf("injected: %w", syscall.ENOSPC)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	defer e.Close()
+	put(t, e, diamond("noop"))
+	work(t, e, 60)
+	waitFor(t, e, "two compactions", func() bool { return e.compactions.Load() >= 2 })
+	settle(t, e)
+	if first, _ := e.wal.FirstIndex(); first <= 1 {
+		t.Fatalf("log not truncated after %d compactions", e.compactions.Load())
+	}
+	acked := len(e.Runs(RunFilter{}))
+
+	full.Store(true)
+	if _, err := e.Trigger("diamond", nil, "test"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("trigger on a full disk: %v, want ErrUnavailable", err)
+	}
+	if n := len(e.Runs(RunFilter{})); n != acked {
+		t.Fatalf("after the failed write the engine shows %d runs, %d acknowledged: the rebuild of the durable state failed", n, acked)
+	}
+	full.Store(false)
+	clock.Advance(time.Second) // the recovery backoff
+	waitFor(t, e, "recovery after space is freed", func() bool { return e.Err() == nil })
+	work(t, e, 3)
+}
+
+// TestCrashDuringCompactionLeaksNoRunFolders: a crash after runs_pruned was
+// recorded but before compaction removed the pruned runs' logs/ and work/
+// folders must not leave them behind for ever (the disk bound): boot
+// removes the folders of runs the state does not hold, and keeps the others.
+func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
+	for _, step := range []string{"after-rename", "after-truncate"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := Open(Config{DataDir: dir, Logger: quiet, CompactBytes: -1, KeepRuns: 2, Retention: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Start()
+			put(t, e, flat("w", 1))
+			var ids []string
+			for i := 0; i < 5; i++ {
+				id := trigger(t, e, "w")
+				waitFor(t, e, "run", func() bool { return runStatus(e, id) == "success" })
+				ids = append(ids, id)
+				// scratch an interrupted attempt would leave behind
+				os.MkdirAll(filepath.Join(dir, "work", id, "a", "1"), 0o755)
+			}
+			stopLoop(e)
+			crashAt := errors.New("crash at " + step)
+			e.cfg.CompactFault = func(s string) error {
+				if s == step {
+					return crashAt
+				}
+				return nil
+			}
+			if err := e.Compact(); !errors.Is(err, crashAt) {
+				t.Fatalf("compact: %v", err)
+			}
+			release(e)
+			if _, err := os.Stat(filepath.Join(dir, "logs", ids[0])); err != nil {
+				t.Fatalf("the crash should have left the pruned run's log folder: %v", err)
+			}
+			e2 := openCompacting(t, dir, -1, 2)
+			defer e2.Close()
+			for i, id := range ids {
+				_, err := e2.Run(id)
+				_, logErr := os.Stat(filepath.Join(dir, "logs", id))
+				_, workErr := os.Stat(filepath.Join(dir, "work", id))
+				if kept := i >= 3; kept != (err == nil) || kept != (logErr == nil) || kept != (workErr == nil) {
+					t.Errorf("run %d: kept=%v but run err %v, logs/ err %v, work/ err %v", i, kept, err, logErr, workErr)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// sweepRunFolders removes the logs/ and work/ folders of runs the recovered
+// state does not hold: runs pruned by a compaction that a crash stopped
+// between recording runs_pruned and removing their folders (removeOld).
+// Without it they would stay for ever, and the data folder would not be
+// bounded. A run's folders are only created after its run_created record is
+// durable, so a folder without a run in the state is a pruned run's. Boot
+// only, before the loop starts.
+func (e *Engine) sweepRunFolders() {
+	for _, sub := range []string{"logs", "work"} {
+		dir := filepath.Join(e.cfg.DataDir, sub)
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			continue // none yet
+		}
+		n := 0
+		for _, de := range des {
+			if _, ok := e.state.Runs[de.Name()]; ok || !de.IsDir() {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(dir, de.Name())); err != nil {
+				e.log.Warn("could not remove the folder of a pruned run", "folder", filepath.Join(dir, de.Name()), "err", err)
+				continue
+			}
+			n++
+		}
+		if n > 0 {
+			e.log.Info("removed folders of pruned runs left by a crash during compaction", "folder", dir, "runs", n)
+		}
+	}
+}
