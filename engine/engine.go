@@ -134,6 +134,15 @@ func (e *Engine) recover() error {
 		l.Close()
 		return err
 	}
+	// The snapshot was taken at a durable index, so the log holds at least
+	// that much. If it ends earlier (the wal folder was deleted or lost its
+	// tail), new entries would reuse indexes the snapshot covers, and the
+	// next boot would skip them: refuse instead.
+	if last := l.LastIndex(); from > 0 && last < from {
+		l.Close()
+		return fmt.Errorf("%w: the log ends at index %d, before the snapshot's %d (%s): entries are missing from the log, and new ones would reuse their indexes; restore the wal folder, or set the snapshot aside to boot from the log alone",
+			wal.ErrCorrupt, last, from, snapshotPath(e.cfg.DataDir, from))
+	}
 	e.state = st
 	n, err := replayAfter(l, e.state, from)
 	if err != nil {

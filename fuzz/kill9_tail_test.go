@@ -44,6 +44,7 @@ type walTail struct {
 	off    int64  // byte offset of frame segIdx in seg
 	frames int64
 	pruned map[string]*replay.Run // run id → the run as it was when pruned
+	born   map[string]uint64      // run id → index of the frame that created it
 	fires  map[string][]cronFire  // by workflow, in log order
 	err    error                  // a definite failure (a record that does not fold)
 	gapFor time.Time              // since when the log has started after next (no .START file)
@@ -58,7 +59,7 @@ type cronFire struct {
 
 func newWALTail(dataDir string) *walTail {
 	return &walTail{dir: filepath.Join(dataDir, "wal"), st: replay.New(), next: 1,
-		pruned: map[string]*replay.Run{}, fires: map[string][]cronFire{}}
+		pruned: map[string]*replay.Run{}, fires: map[string][]cronFire{}, born: map[string]uint64{}}
 }
 
 // poll folds every complete frame written since the last poll. It returns
@@ -220,6 +221,8 @@ func (w *walTail) fold(index uint64, recs [][]byte) error {
 			return fmt.Errorf("WAL index %d record %d does not decode: %w", index, i, err)
 		}
 		switch r := r.(type) {
+		case *replay.RunCreated:
+			w.born[r.ID] = index
 		case *replay.RunsPruned:
 			for _, id := range r.IDs {
 				if run := w.st.Runs[id]; run != nil {

@@ -589,7 +589,19 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 	crashLoops += prunedLoops
 	for _, id := range k.acked {
 		if !byID[id] && k.tail.pruned[id] == nil {
-			k.fatalf("LOST: acknowledged run %s is neither in GET /runs nor pruned by retention (no runs_pruned record names it)", id)
+			where := "the WAL never recorded its creation"
+			if at, ok := k.tail.born[id]; ok {
+				where = fmt.Sprintf("the WAL recorded its creation at index %d", at)
+				if run := k.tail.st.Runs[id]; run != nil {
+					where += fmt.Sprintf(", and the fold of every frame has it %s", run.Status)
+				}
+			}
+			keep := filepath.Join(os.TempDir(), fmt.Sprintf("orkwal-kill9-lost-%d", k.seed))
+			os.RemoveAll(keep)
+			if err := os.CopyFS(keep, os.DirFS(k.data)); err == nil {
+				where += "; the data folder is copied to " + keep
+			}
+			k.fatalf("LOST: acknowledged run %s is neither in GET /runs nor pruned by retention (no runs_pruned record names it): %s", id, where)
 		}
 	}
 	fires := k.checkCron(byID)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/orkwal/orkwal/engine"
@@ -56,8 +57,10 @@ func walVerify(c *cli.Context) error {
 	frames, records := 0, 0
 	// Every frame still in the log is checked; those after the snapshot
 	// are applied to it, as boot does.
+	lastIndex := uint64(0)
 	torn, err := wal.VerifyDirFrom(dir, firstIndex(dir), func(index uint64, payloads [][]byte) error {
 		frames++
+		lastIndex = index
 		for i, p := range payloads {
 			rec, err := replay.Decode(p)
 			if err == nil && index > snapIndex {
@@ -72,6 +75,9 @@ func walVerify(c *cli.Context) error {
 	})
 	if err == nil && snapIndex > 0 && firstIndex(dir) > snapIndex+1 {
 		err = fmt.Errorf("the log starts at index %d, after the snapshot's %d: entries are missing", firstIndex(dir), snapIndex)
+	}
+	if err == nil && snapIndex > 0 && lastIndex < snapIndex {
+		err = fmt.Errorf("the log ends at index %d, before the snapshot's %d: entries are missing", lastIndex, snapIndex)
 	}
 	out := c.App.Writer
 	if err != nil {
@@ -202,11 +208,39 @@ func walRepair(c *cli.Context) error {
 		return exitf(exitFailure, "%v (stop the daemon first)", err)
 	}
 	defer lock.Release()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	keep, err := wal.CutAt(walDir(c), c.Uint64("truncate-at"), logger)
+	at := c.Uint64("truncate-at")
+	// A snapshot at the cut or after it holds the entries being cut: it is
+	// set aside, and boot starts from an older snapshot or the log's start,
+	// which must then still meet the log.
+	snaps, err := engine.SnapshotIndexes(c.String("data"))
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
-	fmt.Fprintf(c.App.Writer, "cut the log before index %d; the removed bytes are kept in %s\n", c.Uint64("truncate-at"), keep)
+	var stale []uint64
+	base := uint64(0) // the newest snapshot the cut keeps
+	for _, idx := range snaps {
+		if idx >= at {
+			stale = append(stale, idx)
+		} else if base == 0 {
+			base = idx
+		}
+	}
+	if first := firstIndex(walDir(c)); first > base+1 {
+		return exitf(exitFailure, "cutting at index %d would leave nothing to boot from: the log starts at index %d, and the newest snapshot before the cut is at index %d; nothing was changed", at, first, base)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	keep, err := wal.CutAt(walDir(c), at, logger)
+	if err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	fmt.Fprintf(c.App.Writer, "cut the log before index %d; the removed bytes are kept in %s\n", at, keep)
+	suffix := "cut-" + strings.TrimPrefix(filepath.Ext(keep), ".cut-")
+	for _, idx := range stale {
+		kept, err := engine.SetAsideSnapshot(c.String("data"), idx, suffix)
+		if err != nil {
+			return exitf(exitFailure, "%v", err)
+		}
+		fmt.Fprintf(c.App.Writer, "snapshot at index %d covers the cut entries: set aside as %s\n", idx, kept)
+	}
 	return nil
 }

@@ -156,3 +156,66 @@ func TestWalToolsAfterCompaction(t *testing.T) {
 		t.Fatalf("compact under a live daemon: %d %s", code, out)
 	}
 }
+
+// TestWalRepairBelowASnapshot: a cut below the newest snapshot's index sets
+// that snapshot aside, so boot replays the log up to the cut and the runs
+// recorded afterwards survive the next boot (with the snapshot left in
+// place they would reuse indexes it covers, and be skipped).
+func TestWalRepairBelowASnapshot(t *testing.T) {
+	dir := makeData(t) // closed cleanly: a snapshot at the last index
+	snaps, err := engine.SnapshotIndexes(dir)
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no snapshot to cut below: %v %v", snaps, err)
+	}
+	at := snaps[0] - 3
+	out, code := walCLI(t, "repair", "--data", dir, "--truncate-at", strconv.FormatUint(at, 10))
+	if code != 0 || !strings.Contains(out, "set aside as") {
+		t.Fatalf("repair: %d %s", code, out)
+	}
+	if left, _ := engine.SnapshotIndexes(dir); len(left) != 0 {
+		t.Fatalf("snapshots at or after the cut still in place: %v", left)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func() *engine.Engine {
+		t.Helper()
+		eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet,
+			Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+		if err != nil {
+			t.Fatalf("boot after repair: %v", err)
+		}
+		return eng
+	}
+	eng := open()
+	eng.Start()
+	id, err := eng.Trigger("w", nil, "after the cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Close()
+	eng = open()
+	defer eng.Close()
+	if _, err := eng.Run(id); err != nil {
+		t.Fatalf("the run triggered after the repair was lost: %v", err)
+	}
+}
+
+// TestBootRefusesALogShorterThanTheSnapshot: a wal folder that lost entries
+// a snapshot covers (here: deleted) is refused at boot, naming both.
+func TestBootRefusesALogShorterThanTheSnapshot(t *testing.T) {
+	dir := makeData(t)
+	if err := os.RemoveAll(filepath.Join(dir, "wal")); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet})
+	if err == nil {
+		eng.Close()
+		t.Fatal("boot accepted an empty log beside a snapshot")
+	}
+	if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), "the log ends at index 0, before the snapshot's") {
+		t.Fatalf("boot error %v, want the log's end and the snapshot named", err)
+	}
+	if out, code := walCLI(t, "verify", "--data", dir); code != 1 || !strings.Contains(out, "before the snapshot's") {
+		t.Fatalf("verify: %d %s", code, out)
+	}
+}
