@@ -40,29 +40,35 @@ func liveState(b *testing.B, runs, tasks int) *replay.State {
 }
 
 // BenchmarkCompactionPause measures the engine loop's pause when a
-// compaction starts, with 100,000 live tasks (1,000 runs of 100), for the
-// old way and the current one in the same run, alternately:
+// compaction starts, with 100,000 live tasks (1,000 runs of 100), for three
+// ways in the same run, in turn:
 //
 //   - old: the loop copies every run and task at once (State.Snapshot)
 //     inside its turn;
-//   - new: the loop only begins the snapshot (State.BeginSnapshot) and a
-//     background goroutine copies it step by step under the engine's lock
-//     (Engine.copySnapshot), while the loop keeps turning; what a turn
-//     changes meanwhile is saved first by Apply.
+//   - bg: the loop only begins the snapshot (State.BeginSnapshot) and a
+//     background goroutine copies it step by step, each step under the
+//     engine's lock (bgCopy, the engine's way at commit 081e8c6), while the
+//     loop keeps turning; what a turn changes meanwhile is saved first by
+//     Apply;
+//   - new: the same, but the loop copies one step after each of its turns
+//     itself (Engine.copyStep): it never waits for a copier that holds the
+//     lock while it is descheduled.
 //
 // A simulated loop turns back to back, each turn taking the lock and
 // applying 48 records (an attempt interrupted, dispatched again and started,
-// on 16 runs in turn). The pause of one snapshot (old-*, new-*) is its
-// longest turn, lock wait included, from the turn that starts it until the
-// copy is complete; old+encode-* and new+encode-* extend the window until
-// it is also encoded in the background, as the engine writes it (the
-// encoder competes with the loop for the cores and makes garbage, in both
-// ways). Turns without a snapshot are the baseline (turn-*). p50/p99/max
-// are over b.N snapshots of each kind (-benchtime=100x); *-cpu-ms/snap is
-// the process CPU per snapshot, encoding included.
+// on 16 runs in turn). The pause of one snapshot (old-*, bg-*, new-*) is
+// its loop's longest pass, lock wait included, from the turn that starts it
+// until the copy is complete; a pass is a turn, and for new a turn and the
+// step after it. old+encode-*, bg+encode-*, new+encode-* extend the window
+// until the snapshot is also encoded in the background, as the engine
+// writes it (the encoder competes with the loop for the cores and makes
+// garbage, in every way). Turns without a snapshot are the baseline
+// (turn-*). p50/p99/max are over b.N snapshots of each kind
+// (-benchtime=100x); *-cpu-ms/snap is the process CPU per snapshot,
+// encoding included.
 //
 // Wall time on a shared machine includes waiting for a core; the *-cpu
-// figures are the thread CPU time of each old copy and of each new step,
+// figures are the thread CPU time of each old copy and of each step,
 // measured apart: the work the design bounds.
 func BenchmarkCompactionPause(b *testing.B) {
 	const runs, tasks = 1000, 100
@@ -95,49 +101,80 @@ func BenchmarkCompactionPause(b *testing.B) {
 		e.mu.Unlock()
 		return time.Since(start)
 	}
-	var old, cur, oldEnc, curEnc, base []time.Duration
-	var oldCPU, curCPU time.Duration
+	// until: the loop turns until done reports, and returns its longest turn.
+	until := func(done chan error) time.Duration {
+		var longest time.Duration
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatal(err)
+				}
+				return longest
+			default:
+				longest = max(longest, turn(nil))
+			}
+		}
+	}
+	encode := func(snap *replay.Snapshot, encoded chan error) {
+		go func() { encoded <- snap.Encode(io.Discard) }()
+	}
+	var old, bg, cur, oldEnc, bgEnc, curEnc, base []time.Duration
+	var oldCPU, bgCPU, curCPU time.Duration
 	var steps int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < 10; j++ {
 			base = append(base, turn(nil))
 		}
-		// Each way: the loop turns until the snapshot is copied, then
-		// until it is encoded in the background (as the engine writes it).
-		during := func(done chan error) time.Duration {
-			var longest time.Duration
-			for {
-				select {
-				case err := <-done:
-					if err != nil {
-						b.Fatal(err)
-					}
-					return longest
-				default:
-					longest = max(longest, turn(nil))
-				}
-			}
-		}
 		var snap *replay.Snapshot
-		copied, encoded := make(chan error), make(chan error)
+		encoded := make(chan error)
+
+		// old: copied at once inside a turn.
 		cpu0 := cpuTime()
 		old = append(old, turn(func() { snap = st.Snapshot(uint64(i)) }))
-		go func() { encoded <- snap.Encode(io.Discard) }()
-		oldEnc = append(oldEnc, max(old[i], during(encoded)))
+		encode(snap, encoded)
+		oldEnc = append(oldEnc, max(old[i], until(encoded)))
 		oldCPU += cpuTime() - cpu0
 
+		// bg: copied by a goroutine, step by step under the lock.
 		cpu0 = cpuTime()
+		copied := make(chan error)
 		start := turn(func() { snap = st.BeginSnapshot(uint64(i)) })
 		go func() {
-			err := e.copySnapshot(snap)
+			err := bgCopy(e, snap)
 			copied <- err
 			if err == nil {
-				encoded <- snap.Encode(io.Discard)
+				encode(snap, encoded)
 			}
 		}()
-		cur = append(cur, max(start, during(copied)))
-		curEnc = append(curEnc, max(cur[i], during(encoded)))
+		bg = append(bg, max(start, until(copied)))
+		bgEnc = append(bgEnc, max(bg[i], until(encoded)))
+		bgCPU += cpuTime() - cpu0
+
+		// new: the loop copies one step after each turn (as Engine.loop
+		// does with Engine.copyStep).
+		cpu0 = cpuTime()
+		var longest time.Duration
+		t0 := time.Now()
+		turn(func() { snap = st.BeginSnapshot(uint64(i)) })
+		for {
+			e.mu.Lock()
+			done, err := snap.CopyStep(snapshotStep)
+			e.mu.Unlock()
+			if err != nil {
+				b.Fatal(err)
+			}
+			longest = max(longest, time.Since(t0))
+			if done {
+				break
+			}
+			t0 = time.Now()
+			turn(nil)
+		}
+		cur = append(cur, longest)
+		encode(snap, encoded)
+		curEnc = append(curEnc, max(longest, until(encoded)))
 		curCPU += cpuTime() - cpu0
 		steps += (runs*(tasks+1) + snapshotStep - 1) / snapshotStep
 	}
@@ -168,16 +205,35 @@ func BenchmarkCompactionPause(b *testing.B) {
 		b.ReportMetric(ms(ds[len(ds)-1]), name+"-max-ms")
 	}
 	report("old", old)
+	report("bg", bg)
 	report("new", cur)
 	report("old+encode", oldEnc)
+	report("bg+encode", bgEnc)
 	report("new+encode", curEnc)
 	report("turn", base)
 	report("old-copy-cpu", oldWork)
 	report("new-step-cpu", stepWork)
 	b.ReportMetric(ms(oldCPU)/float64(b.N), "old-cpu-ms/snap")
+	b.ReportMetric(ms(bgCPU)/float64(b.N), "bg-cpu-ms/snap")
 	b.ReportMetric(ms(curCPU)/float64(b.N), "new-cpu-ms/snap")
 	b.ReportMetric(float64(steps)/float64(b.N), "steps/snap")
 	b.ReportMetric(float64(runs*tasks), "tasks")
+}
+
+// bgCopy is the engine's former way to copy a begun snapshot (commit
+// 081e8c6), kept as the benchmark's baseline: a goroutine copies it step by
+// step, each step under the write lock, and lets a waiting loop take the
+// lock first between steps.
+func bgCopy(e *Engine, snap *replay.Snapshot) error {
+	for {
+		e.mu.Lock()
+		done, err := snap.CopyStep(snapshotStep)
+		e.mu.Unlock()
+		if err != nil || done {
+			return err
+		}
+		runtime.Gosched()
+	}
 }
 
 // threadCPU is the calling thread's CPU time (the goroutine must be locked

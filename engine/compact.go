@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,10 +20,13 @@ import (
 //  1. Under the lock, after a turn's append: record runs_pruned for the
 //     finished runs past retention, then begin a snapshot of the state at
 //     the last durable index N (replay.State.BeginSnapshot: it copies no
-//     run). In the background, copy the runs and tasks in steps of
-//     snapshotStep, each under the lock: the loop waits for one step at
-//     most, and what it changes meanwhile is saved first by Apply (copy on
-//     write, replay/cow.go), so the copy is the state at N.
+//     run). The loop itself then copies the runs and tasks, one step of
+//     snapshotStep after each turn (or, with nothing else to do, one step
+//     per pass) under the lock, until the copy is complete; what a turn
+//     changes meanwhile is saved first by Apply (copy on write,
+//     replay/cow.go), so the copy is the state at N. The loop never waits
+//     for a copier: a step costs a turn its own CPU time only. Close
+//     completes a copy the loop left.
 //  2. In the background: write snapshots/snapshot-N.snap.tmp, fsync it,
 //     rename it, fsync the folder.
 //  3. Truncate the log's front up to the previous snapshot's index P (not
@@ -46,6 +48,16 @@ const (
 // snapshotStep is how many runs and tasks one step of a snapshot's copy
 // takes under the lock: about 0.5 ms of copying.
 const snapshotStep = 2048
+
+// copying is a snapshot the loop is copying (loop-owned).
+type copying struct {
+	snap   *replay.Snapshot
+	prev   uint64 // the previous snapshot's index, to truncate to
+	pruned []string
+	steps  int
+	// longest is the longest step's time (lock wait excluded).
+	longest time.Duration
+}
 
 // compactResult is the background writer's report to the loop.
 type compactResult struct {
@@ -134,8 +146,9 @@ func readSnapshot(path string) (*replay.State, error) {
 	return replay.Restore(snap)
 }
 
-// maybeCompact starts a compaction once the log has grown by CompactBytes
-// since the last snapshot. Called under the write lock after an append.
+// maybeCompact begins a compaction once the log has grown by CompactBytes
+// since the last snapshot: the loop copies it step by step (copyStep).
+// Called under the write lock after an append.
 func (e *Engine) maybeCompact(now int64) {
 	if e.compacting || e.cfg.CompactBytes <= 0 || e.logBytes < e.cfg.CompactBytes || e.poison.Load() != nil {
 		return
@@ -143,39 +156,35 @@ func (e *Engine) maybeCompact(now int64) {
 	pruned := e.prune(now)
 	snap := e.state.BeginSnapshot(e.wal.LastIndex())
 	e.compacting, e.logBytes = true, 0
-	prev := e.snapIndex
+	e.copying = &copying{snap: snap, prev: e.snapIndex, pruned: pruned}
 	e.compactFault("begin") // tests: a notification; its error is ignored
-	go func() {
-		err := e.copySnapshot(snap)
-		if err == nil {
-			err = e.writeSnapshot(snap, prev, pruned)
-		}
-		e.compactDone <- &compactResult{index: snap.Index, pruned: pruned, err: err}
-	}()
 }
 
-// copySnapshot completes a begun snapshot step by step, each step under the
-// write lock (the state's owner is whoever holds it). Between steps it lets
-// a waiting loop take the lock first.
-func (e *Engine) copySnapshot(snap *replay.Snapshot) error {
-	var steps int
-	var longest time.Duration
-	for {
-		e.mu.Lock()
-		start := time.Now()
-		done, err := snap.CopyStep(snapshotStep)
-		d := time.Since(start)
-		e.mu.Unlock()
-		steps, longest = steps+1, max(longest, d)
-		if err != nil {
-			return fmt.Errorf("engine: copy snapshot: %w", err)
-		}
-		if done {
-			e.log.Debug("snapshot copied", "index", snap.Index, "steps", steps, "longest_step", longest)
-			return nil
-		}
-		runtime.Gosched()
+// copyStep copies one step of the snapshot being copied, under the write
+// lock; once the copy is complete it starts the background writer (steps 2
+// to 4). Loop goroutine only, or Close once the loop has returned.
+func (e *Engine) copyStep() {
+	c := e.copying
+	e.mu.Lock()
+	start := time.Now()
+	done, err := c.snap.CopyStep(e.stepBudget)
+	d := time.Since(start)
+	e.mu.Unlock()
+	c.steps, c.longest = c.steps+1, max(c.longest, d)
+	e.copySteps.Add(1)
+	if err == nil && !done {
+		return
 	}
+	e.copying = nil
+	if err != nil {
+		e.compacted(&compactResult{index: c.snap.Index, err: fmt.Errorf("engine: copy snapshot: %w", err)})
+		return
+	}
+	e.log.Debug("snapshot copied", "index", c.snap.Index, "steps", c.steps, "longest_step", c.longest)
+	go func() {
+		err := e.writeSnapshot(c.snap, c.prev, c.pruned)
+		e.compactDone <- &compactResult{index: c.snap.Index, pruned: c.pruned, err: err}
+	}()
 }
 
 // prune records the finished runs past retention: older than Retention, or

@@ -194,3 +194,38 @@ func TestMetricsLeaveACompactionInProgressAlone(t *testing.T) {
 		t.Fatalf("a stats read removed the snapshot being written: %v", err)
 	}
 }
+
+// TestCloseCompletesACopy: a snapshot the loop began but did not finish
+// copying is completed and written by Close, and boot loads it.
+func TestCloseCompletesACopy(t *testing.T) {
+	dir := t.TempDir()
+	e := openCompacting(t, dir, -1, 0)
+	put(t, e, diamond("noop"))
+	work(t, e, 3)
+	settle(t, e)
+	stopLoop(e) // the loop is gone: the test owns its state
+	e.stepBudget = 1
+	e.cfg.CompactBytes, e.logBytes = 1, 1
+	e.mu.Lock()
+	e.maybeCompact(e.cfg.Clock.Now().UnixNano())
+	e.mu.Unlock()
+	if e.copying == nil {
+		t.Fatal("no copy begun")
+	}
+	index, units, steps := e.copying.snap.Index, copyUnits(e), e.copySteps.Load()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.copySteps.Load() - steps; got != units {
+		t.Fatalf("Close took %d copy steps, want %d", got, units)
+	}
+	live, _ := e.StateHash()
+	if idxs, _ := snapshotIndexes(dir); len(idxs) == 0 || idxs[0] != index {
+		t.Fatalf("snapshots %v, want the newest at %d", idxs, index)
+	}
+	e2 := openCompacting(t, dir, -1, 0)
+	defer e2.Close()
+	if got, _ := e2.StateHash(); got != live {
+		t.Fatal("state from the snapshot Close completed differs")
+	}
+}

@@ -62,9 +62,12 @@ type Engine struct {
 	startedFired   bool          // startedDue was received
 
 	// Compaction: loop-owned, except compactions (a counter).
-	snapIndex   uint64 // WAL index of the newest snapshot (0 = none)
-	logBytes    int64  // bytes appended since it
-	compacting  bool
+	snapIndex   uint64       // WAL index of the newest snapshot (0 = none)
+	logBytes    int64        // bytes appended since it
+	compacting  bool         // from the beginning of a snapshot until its writer reported
+	copying     *copying     // the snapshot the loop is copying, if any
+	copySteps   atomic.Int64 // copy steps taken, for tests
+	stepBudget  int          // runs and tasks a copy step takes: snapshotStep; tests may change it before Start
 	compactions atomic.Int64
 	compactDone chan *compactResult // reports of a compaction that outlived the loop
 
@@ -112,8 +115,8 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), startedDue: make(chan struct{}, 1),
-		startedDelay: defaultStartedDelay,
-		stop:         make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
+		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
+		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
 		lock.Release()
@@ -306,7 +309,10 @@ func (e *Engine) Close() error {
 		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
-	e.launcher.wait()  // no start or folder removal outlives Close
+	e.launcher.wait()      // no start or folder removal outlives Close
+	for e.copying != nil { // the loop left a snapshot's copy: complete it
+		e.copyStep()
+	}
 	for e.compacting { // a background snapshot is still being written
 		e.compacted(<-e.compactDone)
 	}

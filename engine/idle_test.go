@@ -41,3 +41,66 @@ func TestIdleEngineDoesNotWake(t *testing.T) {
 		e.Close()
 	})
 }
+
+// copyUnits is the number of runs and tasks a snapshot begun now copies:
+// the steps it takes with a budget of 1.
+func copyUnits(e *Engine) int64 {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	n := int64(len(e.state.RunList))
+	for _, r := range e.state.RunList {
+		n += int64(len(r.Tasks))
+	}
+	return n
+}
+
+// TestIdleEngineFinishesACopyThenSleeps: a snapshot whose copy is begun by
+// the last turn before the engine idles is copied by the loop without any
+// event (one step per pass, taking no turn), then written; after that the
+// engine takes no turn and no step.
+func TestIdleEngineFinishesACopyThenSleeps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		e, err := Open(Config{DataDir: dir, Logger: quiet, Clock: &fakeClock{}, CompactBytes: 1,
+			Executors: map[string]executors.Executor{"noop": executors.Noop{}, "process": executors.Noop{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.stepBudget = 1 // one run or task a step: many passes
+		e.Start()
+		put(t, e, diamond("noop"))
+		for i := 0; i < 3; i++ {
+			trigger(t, e, "diamond")
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		// Every compaction so far is complete: one starts with the next
+		// append.
+		turns, steps, compactions := e.turns.Load(), e.copySteps.Load(), e.compactions.Load()
+		units := copyUnits(e)
+		if units < 15 {
+			t.Fatalf("%d runs and tasks, want the 3 runs of 4 tasks", units)
+		}
+		put(t, e, flat("other", 1)) // one turn: appends, begins a snapshot, copies one step
+		synctest.Wait()
+		if got := e.turns.Load() - turns; got != 1 {
+			t.Fatalf("the copy took %d turns, want only the put's", got)
+		}
+		if got := e.copySteps.Load() - steps; got != units {
+			t.Fatalf("%d copy steps, want %d (one per run and task)", got, units)
+		}
+		if got := e.compactions.Load() - compactions; got != 1 {
+			t.Fatalf("%d compactions ended after the put, want 1: an idle loop left the copy", got)
+		}
+		if idxs, _ := snapshotIndexes(dir); len(idxs) == 0 || idxs[0] != e.wal.LastIndex() {
+			t.Fatalf("snapshots %v, want one at the last index %d", idxs, e.wal.LastIndex())
+		}
+		turns, steps = e.turns.Load(), e.copySteps.Load()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if dt, ds := e.turns.Load()-turns, e.copySteps.Load()-steps; dt != 0 || ds != 0 {
+			t.Fatalf("an idle engine took %d turns and %d copy steps in an hour after its copy", dt, ds)
+		}
+		e.Close()
+	})
+}

@@ -63,7 +63,17 @@ func (e *Engine) loop() {
 			if e.stopping && e.inflight == 0 {
 				return
 			}
+			// With a snapshot being copied, the loop does not block: with
+			// nothing else to do, a pass copies one step (and takes no
+			// turn). Otherwise it sleeps until something happens.
+			var copyNow <-chan struct{}
+			if e.copying != nil {
+				copyNow = closedChan
+			}
 			select {
+			case <-copyNow:
+				e.copyStep()
+				continue
 			case <-e.inbox.signal:
 			case <-stop:
 			case <-e.wakeCh:
@@ -74,7 +84,8 @@ func (e *Engine) loop() {
 				e.recoverTimer = nil
 				e.tryRecover()
 			case r := <-e.compactDone:
-				e.compacted(r)
+				e.compacted(r) // bookkeeping only: no turn
+				continue
 			case <-e.halt:
 				return
 			}
@@ -102,6 +113,9 @@ func (e *Engine) loop() {
 		e.turns.Add(1)
 		out := e.turn(evs)
 		e.effects(out)
+		if e.copying != nil { // after the replies: a step delays none
+			e.copyStep()
+		}
 		if e.afterTurn != nil {
 			e.afterTurn()
 		}
@@ -112,6 +126,9 @@ func (e *Engine) loop() {
 		}
 	}
 }
+
+// closedChan is always ready to receive from.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // armWake sets the timer for the next deadline or not_before, if any.
 func (e *Engine) armWake(notBefore int64) {

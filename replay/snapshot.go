@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -232,7 +231,7 @@ func (snap *Snapshot) Encode(w io.Writer) error {
 	if err := snap.flatten(); err != nil {
 		return err
 	}
-	var body bytes.Buffer
+	var body bodyWriter
 	enc := msgpack.NewEncoder(&body)
 	enc.SetSortMapKeys(true)
 	if err := enc.Encode(snap); err != nil {
@@ -242,13 +241,62 @@ func (snap *Snapshot) Encode(w io.Writer) error {
 	copy(hdr, snapshotMagic)
 	hdr[8] = SnapshotVersion
 	binary.LittleEndian.PutUint64(hdr[12:], snap.Index)
-	binary.LittleEndian.PutUint64(hdr[20:], uint64(body.Len()))
-	binary.LittleEndian.PutUint64(hdr[28:], xxhash.Sum64(body.Bytes()))
+	binary.LittleEndian.PutUint64(hdr[20:], uint64(body.n))
+	binary.LittleEndian.PutUint64(hdr[28:], body.sum())
 	if _, err := w.Write(hdr); err != nil {
 		return err
 	}
-	_, err := w.Write(body.Bytes())
-	return err
+	for _, c := range body.chunks {
+		if _, err := w.Write(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bodyWriter holds an encoded body in chunks of bodyChunk bytes. It grows
+// without copying what it holds, where a bytes.Buffer doubles: each growth
+// is a large allocation and one long memmove (not preemptible, so a GC's
+// stop-the-world, and the engine loop with it, waits for it), and the
+// garbage is about twice the body. The encode runs beside the loop, so
+// this is the loop's cost too (docs/benchmarks.md, issue 6).
+type bodyWriter struct {
+	chunks [][]byte
+	n      int
+	one    [1]byte
+}
+
+const bodyChunk = 64 << 10
+
+func (b *bodyWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	b.n += n
+	for len(p) > 0 {
+		k := len(b.chunks)
+		if k == 0 || len(b.chunks[k-1]) == cap(b.chunks[k-1]) {
+			b.chunks = append(b.chunks, make([]byte, 0, bodyChunk))
+			k++
+		}
+		c := &b.chunks[k-1]
+		m := min(len(p), cap(*c)-len(*c))
+		*c = append(*c, p[:m]...)
+		p = p[m:]
+	}
+	return n, nil
+}
+
+func (b *bodyWriter) WriteByte(c byte) error {
+	b.one[0] = c
+	b.Write(b.one[:])
+	return nil
+}
+
+func (b *bodyWriter) sum() uint64 {
+	d := xxhash.New()
+	for _, c := range b.chunks {
+		d.Write(c)
+	}
+	return d.Sum64()
 }
 
 // DecodeSnapshot checks a snapshot file's header (magic, then version, then
