@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // noReactorEnv, when set, makes the tests' Process executors take the way
@@ -177,4 +179,101 @@ func selfCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestReactorDrainDeadlines drives a reactor's drain queue by hand (no
+// loop goroutine, a clock given to expire): an exited proc whose pipe is
+// still open is finished at its deadline and not before, one whose pipe
+// reaches EOF first is finished then and skipped by the queue, and the
+// deadline the loop waits for is always that of the first proc still
+// draining.
+func TestReactorDrainDeadlines(t *testing.T) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(epfd)
+	r := &reactor{epfd: epfd, procs: make(map[int32]*proc), buf: make([]byte, copyBufSize)}
+	finished := make(chan string, 3)
+	writers := map[string]int{}
+	newProc := func(name string) *proc {
+		var pipe, stand [2]int
+		if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Pipe2(stand[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(stand[0]); unix.Close(stand[1]); unix.Close(pipe[1]) })
+		writers[name] = pipe[1]
+		// A pipe stands in for the pidfd: the test never calls exited.
+		p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], fin: finishInfo{taskID: name},
+			report: func(ev Event) { finished <- ev.TaskID }}
+		if err := r.add(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case id := <-finished:
+			return id
+		case <-time.After(guard):
+			t.Fatal("nothing finished within the guard time")
+			return ""
+		}
+	}
+	t0 := time.Now()
+	drain := func(p *proc, exitAt time.Duration) {
+		p.exited = true
+		p.deadline = t0.Add(exitAt + logDrainDelay)
+		r.draining = append(r.draining, p)
+	}
+	a, b, c := newProc("a"), newProc("b"), newProc("c")
+	drain(a, 0)
+	drain(b, time.Second)
+	drain(c, 1500*time.Millisecond)
+	if got := r.nextDeadline(); !got.Equal(a.deadline) {
+		t.Fatalf("next deadline %v, want a's %v", got.Sub(t0), a.deadline.Sub(t0))
+	}
+	// b's group closes the pipe: b is finished at once.
+	unix.Close(writers["b"])
+	r.readPipe(b)
+	if id := next(); id != "b" || b.pipe != -1 {
+		t.Fatalf("finished %s (b's pipe %d), want b with its pipe closed", id, b.pipe)
+	}
+	r.expire(t0.Add(logDrainDelay - time.Millisecond))
+	if len(r.draining) != 3 || len(finished) != 0 {
+		t.Fatalf("before a's deadline: %d draining, %d finished; want 3 and 0", len(r.draining), len(finished))
+	}
+	r.expire(t0.Add(logDrainDelay))
+	if id := next(); id != "a" || a.pipe != -1 {
+		t.Fatalf("finished %s (a's pipe %d), want a with its pipe closed", id, a.pipe)
+	}
+	// b, done, is skipped: the next deadline is c's.
+	if got := r.nextDeadline(); !got.Equal(c.deadline) {
+		t.Fatalf("next deadline %v, want c's %v", got.Sub(t0), c.deadline.Sub(t0))
+	}
+	r.expire(c.deadline.Add(-time.Millisecond))
+	if len(finished) != 0 {
+		t.Fatalf("c finished before its deadline")
+	}
+	r.expire(c.deadline)
+	if id := next(); id != "c" {
+		t.Fatalf("finished %s, want c", id)
+	}
+	if r.draining != nil || !r.nextDeadline().IsZero() {
+		t.Errorf("draining %v after every deadline, want none", r.draining)
+	}
+	// The pipes were taken out of the table, to be closed after the batch.
+	if len(r.closing) != 3 {
+		t.Errorf("%d descriptors to close, want the 3 pipes", len(r.closing))
+	}
+	for _, fd := range r.closing {
+		if r.procs[int32(fd)] != nil {
+			t.Errorf("closed pipe %d still in the table", fd)
+		}
+		unix.Close(fd)
+	}
 }
