@@ -30,12 +30,20 @@ import (
 // reading its pipe until EOF or logDrainDelay (members of the group left
 // running may hold the pipe open), then closes the pipe and hands the rest
 // (completing the log, reading the output file, reporting Finished) to a
-// short-lived goroutine, so that a slow disk or a report function that
-// blocks never holds up the other tasks.
+// short-lived goroutine, so that a report function that blocks never holds
+// up the other tasks.
+//
+// Writing the logs is the loop's own work: all output passes through one
+// goroutine (one core's worth of copying, where each task's copier could
+// run on any core), and a write that stalls on the disk stalls the loop:
+// exits and output are then noticed late (the descriptors are
+// level-triggered: nothing is lost), and a task that fills its pipe waits,
+// as it did behind its own copier. The engine's log on the same disk
+// stalls too.
 //
 // It is used when the kernel gives a pidfd (Linux 5.3); otherwise, or if
-// the epoll instance cannot be created, each process is awaited by its own
-// goroutines as before (see Process.Start).
+// the epoll instance cannot be created or a process not registered, each
+// process is awaited by its own goroutines as before (see Process.Start).
 type reactor struct {
 	epfd int
 	file *os.File        // epfd, in the runtime's poller
