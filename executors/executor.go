@@ -11,6 +11,12 @@
 //     before Finished; nothing follows Finished.
 //   - report may be called from any goroutine, including from inside Start.
 //   - Stop is idempotent and safe to call after the work finished.
+//
+// The process and python executors hand every running process to one
+// reactor (see reactor): a goroutine waiting in one epoll instance for the
+// exits (pidfds) and the log output (pipes) of all of them, so a running
+// task holds no goroutine and no thread of the daemon, only a few hundred
+// bytes and its descriptors (its pidfd, its log pipe and its log file).
 package executors
 
 import (

@@ -52,8 +52,10 @@ func splitCap(maxBytes int64) (head, tail int64) {
 // output was dropped) and removes the sidecar: the log file is only ever
 // appended to, and complete when Finished is reported.
 //
-// Memory is bounded and does not depend on the cap: the struct, and while
-// output is being moved a pooled copy buffer (see ReadFrom).
+// Memory is bounded and does not depend on the cap: the struct; output is
+// moved through the reactor's one buffer (see reactor), or, without the
+// reactor and only while output is being moved, a pooled copy buffer (see
+// ReadFrom).
 //
 // A write error (disk full, sidecar not creatable) does not stop the task:
 // later output is counted but dropped, and finish notes the error in the

@@ -429,7 +429,7 @@ def noisy(n):
 func benchmarkLog(b *testing.B, maxBytes int64) {
 	const size = 100 << 20
 	dir := b.TempDir()
-	p := NewProcess(ProcessConfig{})
+	p := newTestProcess(ProcessConfig{})
 	b.SetBytes(size)
 	for i := range b.N {
 		job := Job{
@@ -473,7 +473,7 @@ func BenchmarkLogCapIdleMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("cap %d", maxBytes), func(b *testing.B) {
 			for range b.N {
 				dir := b.TempDir()
-				p := NewProcess(ProcessConfig{})
+				p := newTestProcess(ProcessConfig{})
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)

@@ -48,6 +48,9 @@ type ProcessConfig struct {
 // group survive a daemon crash (see KillGroupIfSame).
 type Process struct {
 	cfg ProcessConfig
+
+	// noReactor makes Start use the way without the reactor (tests).
+	noReactor bool
 }
 
 // NewProcess returns a Process executor, filling the defaults of cfg.
@@ -69,11 +72,13 @@ type attemptFiles struct {
 // and never from inside Start. If the process cannot be started, Start returns
 // the error and reports nothing.
 //
-// A running process holds no OS thread of the daemon: its exit is awaited
-// through a pidfd polled by the Go runtime's network poller (see child),
-// where os/exec's Wait blocks one thread in waitid(2) per process, each
-// thread costing about 50 KiB of stacks: thousands of running tasks made
-// hundreds of MiB.
+// A running process holds no goroutine and no OS thread of the daemon: its
+// exit and its capped log's pipe are watched by the reactor (see reactor),
+// one goroutine for all of them. Without a pidfd or the reactor, it holds
+// a goroutine parked on the pidfd in the runtime's poller (or, without a
+// pidfd, a thread blocked in waitid) and one copying its log pipe. os/exec's
+// Wait would block one thread in waitid(2) per process, each thread costing
+// about 50 KiB of stacks: thousands of running tasks made hundreds of MiB.
 func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 	if len(job.Command) == 0 {
 		return nil, fmt.Errorf("start task %s: empty command", job.TaskID)
@@ -108,8 +113,36 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 		PID:       c.pid,
 		StartTime: startTime,
 	}
-	go wait(c, h, job, files, out, started, report)
+	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes}
+	if p.watch(c, h, out, fin, started, report) {
+		return h, nil
+	}
+	out.startCopier()
+	go wait(c, h, fin, out, started, report)
 	return h, nil
+}
+
+// watch hands the child to the reactor, which then reaps it and reports
+// Finished (see reactor); Started is reported by a goroutine that ends
+// once it is. false when there is no pidfd or no reactor: nothing was done.
+func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishInfo, started Event, report func(Event)) bool {
+	if p.noReactor || c.pidfd < 0 {
+		return false
+	}
+	r, err := theReactor()
+	if err != nil {
+		return false
+	}
+	pr := &proc{pid: c.pid, pidfd: c.pidfd, pipe: out.pipeFD, capped: out.capped, h: h, fin: fin, report: report}
+	pr.started.Lock()
+	if err := r.add(pr); err != nil {
+		return false
+	}
+	go func() {
+		report(started)
+		pr.started.Unlock()
+	}()
+	return true
 }
 
 // lookPath resolves argv[0] as exec.Command does: a name without a slash is
@@ -131,6 +164,8 @@ func lookPath(name string) (string, error) {
 // to leave running is its business. Stop, by contrast, signals the whole
 // group.
 //
+// This is the way without the reactor, which does the same (see reactor).
+//
 // With a capped log, Finished also waits for the pipe copier to drain the
 // pipe, so the log is complete before Finished. Members of the group left
 // running keep the pipe open: they get logDrainDelay after the leader's
@@ -139,7 +174,7 @@ func lookPath(name string) (string, error) {
 // (EPIPE, or SIGPIPE for a process that does not ignore it). With an
 // uncapped log they write to the log file itself and Finished never waits
 // for them.
-func wait(c *child, h *processHandle, job Job, files attemptFiles, out *taskOutput, started Event, report func(Event)) {
+func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, started Event, report func(Event)) {
 	report(started)
 	// Wait for the exit without reaping, so the zombie keeps the pid (and
 	// thus the process group id) reserved while Stop is told it is over.
@@ -149,7 +184,7 @@ func wait(c *child, h *processHandle, job Job, files attemptFiles, out *taskOutp
 	// A log that could not be completed does not change the outcome of the
 	// task; finish notes a write error in the log if it can.
 	_ = out.finish()
-	report(finishEvent(job, files.output, status, waitErr))
+	report(finishEvent(fin, status, waitErr))
 }
 
 // prepareScratch creates job.ScratchDir, writes the input file and removes
@@ -277,11 +312,11 @@ func contractEnv(job Job, inputPath, outputPath string) []string {
 // error that prevented reaping) and the output file. A failed exit is the
 // reason even when the output is also bad; the output is attached whenever
 // it is acceptable.
-func finishEvent(job Job, outputPath string, status syscall.WaitStatus, waitErr error) Event {
-	ev := Event{Kind: Finished, TaskID: job.TaskID, Attempt: job.Attempt}
+func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event {
+	ev := Event{Kind: Finished, TaskID: fin.taskID, Attempt: fin.attempt}
 	code, exitReason := exitResult(status, waitErr)
 	ev.ExitCode = code
-	out, outErr := readOutput(outputPath, job.MaxOutputBytes)
+	out, outErr := readOutput(fin.outputPath, fin.maxOutputBytes)
 	switch {
 	case exitReason != "":
 		ev.Err = exitReason

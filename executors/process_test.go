@@ -45,7 +45,7 @@ func newTestJob(t *testing.T, argv ...string) Job {
 func startJob(t *testing.T, job Job) (Handle, <-chan Event) {
 	t.Helper()
 	events := make(chan Event, 4) // a Process reports two events per job
-	h, err := NewProcess(ProcessConfig{}).Start(job, func(ev Event) { events <- ev })
+	h, err := newTestProcess(ProcessConfig{}).Start(job, func(ev Event) { events <- ev })
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -408,7 +408,7 @@ func TestProcessStartErrors(t *testing.T) {
 			t.Parallel()
 			job := newTestJob(t, argv...)
 			var reported atomic.Int32
-			h, err := NewProcess(ProcessConfig{}).Start(job, func(Event) { reported.Add(1) })
+			h, err := newTestProcess(ProcessConfig{}).Start(job, func(Event) { reported.Add(1) })
 			if err == nil || h != nil {
 				t.Fatalf("Start = %v, %v; want an error", h, err)
 			}
@@ -450,7 +450,7 @@ func TestProcessFinishedExactlyOnce(t *testing.T) {
 			done <- struct{}{}
 		}
 	}
-	p := NewProcess(ProcessConfig{})
+	p := newTestProcess(ProcessConfig{})
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	for i := range jobs {
@@ -656,7 +656,7 @@ func osThreads(t *testing.T) int {
 // counts the threads of the whole test process.
 func TestProcessRunningHoldsNoThread(t *testing.T) {
 	const n = 64
-	p := NewProcess(ProcessConfig{})
+	p := newTestProcess(ProcessConfig{})
 	events := make(chan Event, 2*n)
 	before := osThreads(t)
 	var handles []Handle

@@ -11,12 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// child is a process started by spawn. Its exit is awaited through a pidfd
-// in non-blocking mode, registered with the Go runtime's network poller, so
-// a running child holds a parked goroutine, not an OS thread.
+// child is a process started by spawn. Its exit is awaited through its
+// pidfd: by the reactor (see reactor), or, when that is not available, by
+// a goroutine parked on the pidfd in the Go runtime's network poller (see
+// awaitExit). Either way a running child holds no OS thread of its own.
 type child struct {
 	pid   int
-	pidfd *os.File // nil when the kernel gave no pidfd: awaitExit then blocks a thread in waitid
+	pidfd int      // non-blocking; -1 when the kernel gave none: awaitExit then blocks a thread in waitid
+	file  *os.File // the pidfd in the runtime's poller, made by awaitExit
 }
 
 // nullDevice is the daemon's one descriptor of the null device, the stdin
@@ -60,12 +62,12 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 	if err != nil {
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
-	c := &child{pid: pid}
+	c := &child{pid: pid, pidfd: -1}
 	if pidfd >= 0 {
 		// Non-blocking: waitid on it then answers EAGAIN until the child
 		// exits (Linux 5.10), and os.NewFile registers it with the poller.
 		if err := unix.SetNonblock(pidfd, true); err == nil {
-			c.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
+			c.pidfd = pidfd
 		} else {
 			unix.Close(pidfd)
 		}
@@ -75,10 +77,14 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 
 // awaitExit blocks until the child has exited, leaving it waitable (a
 // zombie): its pid, and thus its process group id, stays reserved until
-// reap. Errors are left to reap, which reports them.
+// reap. Errors are left to reap, which reports them. It is the way without
+// the reactor: the calling goroutine parks on the pidfd in the runtime's
+// poller, or, without a pidfd, blocks a thread in waitid.
 func (c *child) awaitExit() {
-	if c.pidfd != nil {
-		rc, err := c.pidfd.SyscallConn()
+	if c.pidfd >= 0 {
+		c.file = os.NewFile(uintptr(c.pidfd), "pidfd")
+		c.pidfd = -1 // c.file owns it
+		rc, err := c.file.SyscallConn()
 		if err == nil {
 			err = rc.Read(func(fd uintptr) bool {
 				var info unix.Siginfo
@@ -114,19 +120,28 @@ func waitExitedNoReap(pid int) {
 }
 
 // reap collects the exit status of the child, which has exited (see
-// awaitExit), and closes its pidfd. While the child is a zombie its pid
-// names it alone, so waiting by pid is exact.
+// awaitExit), and closes its pidfd.
 func (c *child) reap() (syscall.WaitStatus, error) {
+	status, err := reapPID(c.pid)
+	if c.file != nil {
+		c.file.Close()
+	} else if c.pidfd >= 0 {
+		unix.Close(c.pidfd)
+	}
+	return status, err
+}
+
+// reapPID collects the exit status of process pid, a child of the daemon
+// that has exited. While the child is a zombie its pid names it alone, so
+// waiting by pid is exact.
+func reapPID(pid int) (syscall.WaitStatus, error) {
 	var status syscall.WaitStatus
 	var err error
 	for {
-		_, err = syscall.Wait4(c.pid, &status, 0, nil)
+		_, err = syscall.Wait4(pid, &status, 0, nil)
 		if err != syscall.EINTR {
 			break
 		}
-	}
-	if c.pidfd != nil {
-		c.pidfd.Close()
 	}
 	if err != nil {
 		return 0, os.NewSyscallError("wait4", err)
@@ -136,73 +151,86 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 
 // taskOutput is where a child's stdout and stderr go: nowhere (the null
 // device), the log file itself (no cap: the child writes it), or a pipe
-// copied into a cappedLog.
+// copied into a cappedLog, by the reactor or by a goroutine of its own.
 type taskOutput struct {
 	child  *os.File // the child's end; nil = the null device
-	pipe   *os.File // capped: the read end
+	pipeFD int      // capped: the read end (non-blocking); -1 = none
+	pipe   *os.File // capped, without the reactor: pipeFD in the runtime's poller
 	capped *cappedLog
-	copied chan struct{} // capped: closed when the copier returned
+	copied chan struct{} // capped, without the reactor: closed when the copier returned
 }
 
 // openOutput prepares job's output: see taskOutput.
 func openOutput(job Job) (*taskOutput, error) {
 	if job.LogPath == "" {
-		return &taskOutput{}, nil
+		return &taskOutput{pipeFD: -1}, nil
 	}
 	if job.MaxLogBytes <= 0 {
 		f, err := openLog(job.LogPath)
 		if err != nil {
 			return nil, err
 		}
-		return &taskOutput{child: f}, nil
+		return &taskOutput{child: f, pipeFD: -1}, nil
 	}
 	capped, err := openCappedLog(job.LogPath, job.MaxLogBytes)
 	if err != nil {
 		return nil, err
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
+	// One pipe for stdout and stderr: they interleave as written. Only
+	// our end is non-blocking (O_NONBLOCK belongs to each end's file
+	// description): the child writes to a blocking pipe as usual.
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		_ = capped.finish()
-		return nil, fmt.Errorf("create log pipe: %w", err)
+		return nil, fmt.Errorf("create log pipe: %w", os.NewSyscallError("pipe2", err))
 	}
-	// One pipe for stdout and stderr: they interleave as written.
-	return &taskOutput{child: pw, pipe: pr, capped: capped}, nil
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		_ = capped.finish()
+		return nil, fmt.Errorf("create log pipe: %w", os.NewSyscallError("fcntl", err))
+	}
+	return &taskOutput{child: os.NewFile(uintptr(fds[1]), "|1"), pipeFD: fds[0], capped: capped}, nil
 }
 
 // spawned is called once the child is running: the child holds its own
-// descriptor, so ours is closed, and the copier starts. A quiet child costs
-// the copier a parked goroutine and no buffer (see cappedLog.ReadFrom).
+// descriptor, so ours is closed.
 func (o *taskOutput) spawned() {
-	o.closeChildEnd()
-	if o.capped != nil {
-		o.copied = make(chan struct{})
-		go func() {
-			defer close(o.copied)
-			_, _ = o.capped.ReadFrom(o.pipe)
-		}()
-	}
-}
-
-func (o *taskOutput) closeChildEnd() {
 	if o.child != nil {
 		o.child.Close()
 		o.child = nil
 	}
 }
 
+// startCopier starts the goroutine that copies the pipe into the capped
+// log, the way without the reactor. A quiet child costs it a parked
+// goroutine and no buffer (see cappedLog.ReadFrom).
+func (o *taskOutput) startCopier() {
+	if o.capped == nil {
+		return
+	}
+	o.pipe = os.NewFile(uintptr(o.pipeFD), "|0") // non-blocking: in the poller
+	o.pipeFD = -1
+	o.copied = make(chan struct{})
+	go func() {
+		defer close(o.copied)
+		_, _ = o.capped.ReadFrom(o.pipe)
+	}()
+}
+
 // abort releases everything when the child could not be started.
 func (o *taskOutput) abort() {
-	o.closeChildEnd()
+	o.spawned()
 	if o.capped != nil {
-		o.pipe.Close()
+		unix.Close(o.pipeFD)
 		_ = o.capped.finish() // nothing was written: this closes the log
 	}
 }
 
-// finish completes the log once the leader has exited: it waits for the
-// copier to reach the end of the pipe, at most logDrainDelay (other
-// members of the group may hold the pipe open), then closes the pipe and
-// completes the capped log.
+// finish completes the log once the leader has exited (the way without
+// the reactor): it waits for the copier to reach the end of the pipe, at
+// most logDrainDelay (other members of the group may hold the pipe open),
+// then closes the pipe and completes the capped log.
 func (o *taskOutput) finish() error {
 	if o.capped == nil {
 		return nil

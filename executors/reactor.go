@@ -1,0 +1,331 @@
+package executors
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reactor watches every running process started by Process, and moves the
+// output of those with a capped log, from one goroutine: the pidfd of each
+// child and the read end of its log pipe are registered in one epoll
+// instance, and the reactor's goroutine waits for any of them to be ready
+// (the epoll instance is itself watched by the Go runtime's poller, so the
+// waiting goroutine holds no thread).
+//
+// A running task thus holds no goroutine: where a goroutine parked on the
+// pidfd and another on the pipe cost a few KiB of stack each, thousands of
+// running tasks made tens of MiB. What a task holds while it runs is its
+// proc (a few hundred bytes), its descriptors and its cappedLog.
+//
+// The reactor reads a readable pipe into its one buffer and appends that
+// to the task's cappedLog (one read per readiness, so a chatty task does
+// not starve the others). When a pidfd becomes readable the child has
+// exited: the reactor disarms Stop (markExited), reaps it, and keeps
+// reading its pipe until EOF or logDrainDelay (members of the group left
+// running may hold the pipe open), then closes the pipe and hands the rest
+// (completing the log, reading the output file, reporting Finished) to a
+// short-lived goroutine, so that a report function that blocks never holds
+// up the other tasks.
+//
+// Writing the logs is the loop's own work: all output passes through one
+// goroutine (one core's worth of copying, where each task's copier could
+// run on any core), and a write that stalls on the disk stalls the loop:
+// exits and output are then noticed late (the descriptors are
+// level-triggered: nothing is lost), and a task that fills its pipe waits,
+// as it did behind its own copier. The engine's log on the same disk
+// stalls too.
+//
+// It is used when the kernel gives a pidfd (Linux 5.3); otherwise, or if
+// the epoll instance cannot be created or a process not registered, each
+// process is awaited by its own goroutines as before (see Process.Start).
+type reactor struct {
+	epfd int
+	file *os.File        // epfd, in the runtime's poller
+	rc   syscall.RawConn // of file
+
+	mu    sync.Mutex
+	procs map[int32]*proc // by descriptor: the pidfd and the pipe of each proc
+
+	// Owned by the loop goroutine.
+	buf      []byte  // the one read buffer (copyBufSize)
+	draining []*proc // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
+	closing  []int   // descriptors to close once the current batch is handled
+}
+
+// proc is a running process watched by the reactor.
+type proc struct {
+	pid    int
+	pidfd  int // -1 once reaped
+	pipe   int // the log pipe's read end; -1 when none or closed
+	capped *cappedLog
+	h      *processHandle
+	fin    finishInfo
+	report func(Event)
+
+	// started is held from Start until Started has been reported, so that
+	// Finished, reported by another goroutine, always comes after it.
+	started sync.Mutex
+
+	exited   bool
+	status   syscall.WaitStatus
+	waitErr  error
+	deadline time.Time // exited with the pipe open: when the pipe is closed anyway
+	done     bool      // handed to finish
+}
+
+// finishInfo is what the Finished event of a job needs from it.
+type finishInfo struct {
+	taskID         string
+	attempt        int
+	outputPath     string
+	maxOutputBytes int64
+}
+
+// theReactor is the process-wide reactor, started on first use; nil (with
+// the error) when no epoll instance could be created or polled.
+var theReactor = sync.OnceValues(newReactor)
+
+func newReactor() (*reactor, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	// An epoll instance is itself pollable (readable when one of its
+	// descriptors is ready): non-blocking, os.NewFile registers it with
+	// the runtime's poller, where the loop parks like any goroutine
+	// waiting for I/O. A goroutine blocked in epoll_wait instead would
+	// hold a thread, and each wake-up would cost a hand-off of the
+	// scheduler's P (about a third more CPU per task, measured).
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(epfd), "epoll")
+	// Only a file in the poller takes a deadline.
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("epoll instance not pollable: %w", err)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("epoll instance: %w", err)
+	}
+	r := &reactor{epfd: epfd, file: f, rc: rc, procs: make(map[int32]*proc), buf: make([]byte, copyBufSize)}
+	go r.loop()
+	return r, nil
+}
+
+// add registers p, whose pidfd is open and whose child is not reaped. On
+// error nothing is registered. r.mu is held throughout, so the loop, which
+// looks procs up under it, handles none of p's events before add is done.
+func (r *reactor) add(p *proc) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Level-triggered: a readiness not acted upon is reported again.
+	if p.pipe >= 0 {
+		if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, p.pipe, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.pipe)}); err != nil {
+			return fmt.Errorf("watch log pipe: %w", os.NewSyscallError("epoll_ctl", err))
+		}
+	}
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, p.pidfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.pidfd)}); err != nil {
+		if p.pipe >= 0 {
+			_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, p.pipe, nil)
+		}
+		return fmt.Errorf("watch pidfd: %w", os.NewSyscallError("epoll_ctl", err))
+	}
+	r.procs[int32(p.pidfd)] = p
+	if p.pipe >= 0 {
+		r.procs[int32(p.pipe)] = p
+	}
+	return nil
+}
+
+// loop is the reactor's goroutine; it never returns.
+func (r *reactor) loop() {
+	events := make([]unix.EpollEvent, 128)
+	var deadline time.Time // of the file: the first drain deadline
+	for {
+		if next := r.nextDeadline(); !next.Equal(deadline) {
+			deadline = next
+			_ = r.file.SetReadDeadline(deadline)
+		}
+		var n int
+		var werr error
+		// The runtime's poller watches the epoll instance edge-triggered:
+		// park only once epoll_wait finds nothing ready (descriptors are
+		// level-triggered inside it, so what was left is found again), and
+		// anything that becomes ready later wakes the loop.
+		err := r.rc.Read(func(fd uintptr) bool {
+			for {
+				n, werr = unix.EpollWait(int(fd), events, 0)
+				if werr != unix.EINTR {
+					break
+				}
+			}
+			return n > 0 || werr != nil
+		})
+		switch {
+		case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
+			// The epoll file is never closed: there is no way to go on.
+			panic(fmt.Sprintf("orkwal: wait for the reactor: %v", err))
+		case werr != nil:
+			// Only EBADF, EFAULT or EINVAL, none of which can happen to
+			// this epfd and buffer.
+			panic(fmt.Sprintf("orkwal: epoll_wait: %v", werr))
+		}
+		if err == nil {
+			for _, ev := range events[:n] {
+				r.mu.Lock()
+				p := r.procs[ev.Fd]
+				r.mu.Unlock()
+				switch {
+				case p == nil:
+				case int(ev.Fd) == p.pipe:
+					r.readPipe(p)
+				case int(ev.Fd) == p.pidfd:
+					r.exited(p)
+				}
+			}
+		}
+		r.expire(time.Now())
+		for _, fd := range r.closing {
+			unix.Close(fd)
+		}
+		r.closing = r.closing[:0]
+	}
+}
+
+// nextDeadline is the drain deadline of the first proc still draining, or
+// the zero time.
+func (r *reactor) nextDeadline() time.Time {
+	for _, p := range r.draining {
+		if !p.done {
+			return p.deadline
+		}
+	}
+	return time.Time{}
+}
+
+// unwatch removes fd from the epoll instance and the table; it is closed
+// after the current batch, so that its number cannot be reused (by a Start
+// meanwhile) while events of the batch may still name it.
+func (r *reactor) unwatch(fd int) {
+	_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+	r.mu.Lock()
+	delete(r.procs, int32(fd))
+	r.mu.Unlock()
+	r.closing = append(r.closing, fd)
+}
+
+// readPipe does one read of p's pipe: output goes to the log; EOF (every
+// writer closed the pipe) or an error ends the copy.
+func (r *reactor) readPipe(p *proc) {
+	var n int
+	var err error
+	for {
+		n, err = unix.Read(p.pipe, r.buf)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	switch {
+	case err == unix.EAGAIN:
+		return // nothing after all
+	case n > 0:
+		_, _ = p.capped.Write(r.buf[:n])
+		return
+	}
+	r.unwatch(p.pipe)
+	p.pipe = -1
+	if p.exited {
+		r.finish(p)
+	}
+}
+
+// exited handles a readable pidfd: the child has exited, unless the event
+// is stale. The child is marked exited (Stop no longer signals its group)
+// while it is still a zombie, then reaped.
+func (r *reactor) exited(p *proc) {
+	if !exitedNoReap(p.pidfd) {
+		return
+	}
+	p.exited = true
+	p.h.markExited()
+	p.status, p.waitErr = reapPID(p.pid)
+	r.unwatch(p.pidfd)
+	p.pidfd = -1
+	if p.pipe < 0 {
+		r.finish(p)
+		return
+	}
+	p.deadline = time.Now().Add(logDrainDelay)
+	r.draining = append(r.draining, p)
+}
+
+// expire closes the pipes of the exited procs whose drain deadline passed:
+// what the rest of their group writes after that is lost.
+func (r *reactor) expire(now time.Time) {
+	i := 0
+	for ; i < len(r.draining); i++ {
+		p := r.draining[i]
+		if p.done {
+			continue // its pipe reached EOF in time
+		}
+		if p.deadline.After(now) {
+			break
+		}
+		r.unwatch(p.pipe)
+		p.pipe = -1
+		r.finish(p)
+	}
+	clear(r.draining[:i])
+	r.draining = r.draining[i:]
+	if len(r.draining) == 0 {
+		r.draining = nil // let the backing array go
+	}
+}
+
+// finish hands p, reaped and with its pipe closed, to a goroutine that
+// completes the log and reports Finished.
+func (r *reactor) finish(p *proc) {
+	p.done = true
+	go func() {
+		if p.capped != nil {
+			// A log that could not be completed does not change the
+			// outcome of the task; finish notes a write error in the log
+			// if it can.
+			_ = p.capped.finish()
+		}
+		ev := finishEvent(p.fin, p.status, p.waitErr)
+		p.started.Lock() // Started was reported
+		p.report(ev)
+	}()
+}
+
+// exitedNoReap tells whether the process of pidfd (non-blocking) has
+// exited, leaving it waitable.
+func exitedNoReap(pidfd int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+		switch err {
+		case unix.EINTR:
+			continue
+		case nil:
+			// With WNOHANG and no exit yet, Linux answers 0 with a zero
+			// si_signo (a non-blocking pidfd answers EAGAIN instead).
+			return info.Signo != 0
+		case unix.EAGAIN:
+			return false
+		}
+		// ECHILD and the like: nothing to wait for; reap reports it.
+		return true
+	}
+}

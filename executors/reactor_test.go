@@ -1,0 +1,279 @@
+package executors
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// noReactorEnv, when set, makes the tests' Process executors take the way
+// without the reactor (see TestProcessWithoutReactor).
+const noReactorEnv = "ORKWAL_TEST_NO_REACTOR"
+
+// newTestProcess is NewProcess, without the reactor under noReactorEnv.
+func newTestProcess(cfg ProcessConfig) *Process {
+	p := NewProcess(cfg)
+	p.noReactor = os.Getenv(noReactorEnv) != ""
+	return p
+}
+
+// TestProcessWithoutReactor runs the process executor's tests again, in a
+// child test binary, the way without the reactor: the way of a kernel
+// without pidfds (before Linux 5.3) or of an epoll instance that could not
+// be created.
+func TestProcessWithoutReactor(t *testing.T) {
+	if os.Getenv(noReactorEnv) != "" {
+		t.Skip("already without the reactor")
+	}
+	if testing.Short() {
+		t.Skip("runs the process tests again")
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run", "^(TestProcess|TestPythonLogCap)", "-test.count=1")
+	cmd.Env = append(os.Environ(), noReactorEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("process tests without the reactor: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "PASS") {
+		t.Fatalf("no PASS in the output:\n%s", out)
+	}
+}
+
+// TestProcessRunningHoldsNoGoroutine: with the reactor, a running child
+// holds no goroutine (its pidfd and its log pipe are watched by the
+// reactor's one goroutine); without it, one awaits its exit and one copies
+// its log. Not parallel: it counts the goroutines of the whole test process.
+func TestProcessRunningHoldsNoGoroutine(t *testing.T) {
+	if os.Getenv(noReactorEnv) != "" {
+		t.Skip("measures both ways itself")
+	}
+	const n = 64
+	for _, tt := range []struct {
+		name      string
+		noReactor bool
+	}{{"reactor", false}, {"without reactor", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewProcess(ProcessConfig{})
+			p.noReactor = tt.noReactor
+			theReactor() // started once for the process: not a child's
+			events := make(chan Event, 2*n)
+			before := runtime.NumGoroutine()
+			var handles []Handle
+			for i := range n {
+				job := newTestJob(t, "sleep", "60")
+				job.TaskID = fmt.Sprintf("t%d", i)
+				job.MaxLogBytes = 1 << 20 // the capped log's pipe too
+				h, err := p.Start(job, func(ev Event) { events <- ev })
+				if err != nil {
+					t.Fatal(err)
+				}
+				handles = append(handles, h)
+			}
+			defer func() {
+				for _, h := range handles {
+					h.Stop(time.Millisecond)
+				}
+				for range n {
+					if ev := nextEvent(t, events); ev.Kind != Finished || ev.Err != "killed by signal: terminated" {
+						t.Errorf("event %+v, want Finished by SIGTERM", ev)
+					}
+				}
+			}()
+			for range n {
+				if ev := nextEvent(t, events); ev.Kind != Started {
+					t.Fatalf("event %+v, want Started", ev)
+				}
+			}
+			if tt.noReactor {
+				// Both goroutines of each child exist from its Start on.
+				if d := runtime.NumGoroutine() - before; d < 2*n {
+					t.Errorf("%d running children without the reactor hold %d more goroutines, want at least %d", n, d, 2*n)
+				}
+				return
+			}
+			// The goroutines that reported Started end right after: wait
+			// for them, no longer than the guard.
+			deadline := time.Now().Add(guard)
+			for {
+				d := runtime.NumGoroutine() - before
+				if d <= n/16 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d running children hold %d more goroutines (%d → %d)", n, d, before, before+d)
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+}
+
+// BenchmarkProcessWays: 500 `true` tasks with a capped log, 16 running at a
+// time, the reactor's way and the way without it in the same iteration
+// (which goes first alternates); the daemon side's CPU per task
+// (RUSAGE_SELF: the children's own CPU is not counted) and tasks/s.
+//
+//	go test -run '^$' -bench BenchmarkProcessWays -benchtime 3x ./executors/
+func BenchmarkProcessWays(b *testing.B) {
+	const n, conc = 500, 16
+	dir := b.TempDir()
+	run := func(noReactor bool) (wall, cpu time.Duration) {
+		p := NewProcess(ProcessConfig{})
+		p.noReactor = noReactor
+		slots := make(chan struct{}, conc)
+		done := make(chan Event, n)
+		cpu0, start := selfCPU(), time.Now()
+		for i := range n {
+			slots <- struct{}{}
+			job := Job{
+				TaskID: fmt.Sprintf("t%d", i), Attempt: 1, ParallelCount: 1,
+				Command:     []string{"true"},
+				LogPath:     filepath.Join(dir, "logs", fmt.Sprintf("t%d.log", i)),
+				ScratchDir:  filepath.Join(dir, "scratch", fmt.Sprintf("t%d", i)),
+				MaxLogBytes: 10 << 20,
+			}
+			if _, err := p.Start(job, func(ev Event) {
+				if ev.Kind == Finished {
+					<-slots
+					done <- ev
+				}
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range n {
+			if ev := <-done; !ev.OK {
+				b.Fatalf("Finished = %+v", ev)
+			}
+		}
+		return time.Since(start), selfCPU() - cpu0
+	}
+	var wall, cpu [2]time.Duration // [0] the reactor, [1] without
+	for i := range b.N {
+		for k := range 2 {
+			way := (i + k) % 2
+			w, c := run(way == 1)
+			wall[way] += w
+			cpu[way] += c
+		}
+	}
+	per := float64(n * b.N)
+	b.ReportMetric(float64(cpu[0].Microseconds())/per, "reactor-cpu-µs/task")
+	b.ReportMetric(float64(cpu[1].Microseconds())/per, "without-cpu-µs/task")
+	b.ReportMetric(per/wall[0].Seconds(), "reactor-tasks/s")
+	b.ReportMetric(per/wall[1].Seconds(), "without-tasks/s")
+}
+
+// selfCPU is the test process's user and system CPU time, its children's
+// excluded.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestReactorDrainDeadlines drives a reactor's drain queue by hand (no
+// loop goroutine, a clock given to expire): an exited proc whose pipe is
+// still open is finished at its deadline and not before, one whose pipe
+// reaches EOF first is finished then and skipped by the queue, and the
+// deadline the loop waits for is always that of the first proc still
+// draining.
+func TestReactorDrainDeadlines(t *testing.T) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(epfd)
+	r := &reactor{epfd: epfd, procs: make(map[int32]*proc), buf: make([]byte, copyBufSize)}
+	finished := make(chan string, 3)
+	writers := map[string]int{}
+	newProc := func(name string) *proc {
+		var pipe, stand [2]int
+		if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Pipe2(stand[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(stand[0]); unix.Close(stand[1]); unix.Close(pipe[1]) })
+		writers[name] = pipe[1]
+		// A pipe stands in for the pidfd: the test never calls exited.
+		p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], fin: finishInfo{taskID: name},
+			report: func(ev Event) { finished <- ev.TaskID }}
+		if err := r.add(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	next := func() string {
+		t.Helper()
+		select {
+		case id := <-finished:
+			return id
+		case <-time.After(guard):
+			t.Fatal("nothing finished within the guard time")
+			return ""
+		}
+	}
+	t0 := time.Now()
+	drain := func(p *proc, exitAt time.Duration) {
+		p.exited = true
+		p.deadline = t0.Add(exitAt + logDrainDelay)
+		r.draining = append(r.draining, p)
+	}
+	a, b, c := newProc("a"), newProc("b"), newProc("c")
+	drain(a, 0)
+	drain(b, time.Second)
+	drain(c, 1500*time.Millisecond)
+	if got := r.nextDeadline(); !got.Equal(a.deadline) {
+		t.Fatalf("next deadline %v, want a's %v", got.Sub(t0), a.deadline.Sub(t0))
+	}
+	// b's group closes the pipe: b is finished at once.
+	unix.Close(writers["b"])
+	r.readPipe(b)
+	if id := next(); id != "b" || b.pipe != -1 {
+		t.Fatalf("finished %s (b's pipe %d), want b with its pipe closed", id, b.pipe)
+	}
+	r.expire(t0.Add(logDrainDelay - time.Millisecond))
+	if len(r.draining) != 3 || len(finished) != 0 {
+		t.Fatalf("before a's deadline: %d draining, %d finished; want 3 and 0", len(r.draining), len(finished))
+	}
+	r.expire(t0.Add(logDrainDelay))
+	if id := next(); id != "a" || a.pipe != -1 {
+		t.Fatalf("finished %s (a's pipe %d), want a with its pipe closed", id, a.pipe)
+	}
+	// b, done, is skipped: the next deadline is c's.
+	if got := r.nextDeadline(); !got.Equal(c.deadline) {
+		t.Fatalf("next deadline %v, want c's %v", got.Sub(t0), c.deadline.Sub(t0))
+	}
+	r.expire(c.deadline.Add(-time.Millisecond))
+	if len(finished) != 0 {
+		t.Fatalf("c finished before its deadline")
+	}
+	r.expire(c.deadline)
+	if id := next(); id != "c" {
+		t.Fatalf("finished %s, want c", id)
+	}
+	if r.draining != nil || !r.nextDeadline().IsZero() {
+		t.Errorf("draining %v after every deadline, want none", r.draining)
+	}
+	// The pipes were taken out of the table, to be closed after the batch.
+	if len(r.closing) != 3 {
+		t.Errorf("%d descriptors to close, want the 3 pipes", len(r.closing))
+	}
+	for _, fd := range r.closing {
+		if r.procs[int32(fd)] != nil {
+			t.Errorf("closed pipe %d still in the table", fd)
+		}
+		unix.Close(fd)
+	}
+}
