@@ -45,6 +45,7 @@ type walTail struct {
 	frames int64
 	pruned map[string]*replay.Run // run id → the run as it was when pruned
 	born   map[string]uint64      // run id → index of the frame that created it
+	trail  map[string][]string    // run id → "index:kind" of every record naming it
 	fires  map[string][]cronFire  // by workflow, in log order
 	err    error                  // a definite failure (a record that does not fold)
 	gapFor time.Time              // since when the log has started after next (no .START file)
@@ -59,7 +60,7 @@ type cronFire struct {
 
 func newWALTail(dataDir string) *walTail {
 	return &walTail{dir: filepath.Join(dataDir, "wal"), st: replay.New(), next: 1,
-		pruned: map[string]*replay.Run{}, fires: map[string][]cronFire{}, born: map[string]uint64{}}
+		pruned: map[string]*replay.Run{}, fires: map[string][]cronFire{}, born: map[string]uint64{}, trail: map[string][]string{}}
 }
 
 // poll folds every complete frame written since the last poll. It returns
@@ -220,6 +221,9 @@ func (w *walTail) fold(index uint64, recs [][]byte) error {
 		if err != nil {
 			return fmt.Errorf("WAL index %d record %d does not decode: %w", index, i, err)
 		}
+		if id := recordRun(r); id != "" {
+			w.trail[id] = append(w.trail[id], fmt.Sprintf("%d:%s", index, r.Kind()))
+		}
 		switch r := r.(type) {
 		case *replay.RunCreated:
 			w.born[r.ID] = index
@@ -251,4 +255,23 @@ func (w *walTail) follow(stop <-chan struct{}) error {
 		case <-time.After(5 * time.Millisecond): // an external process's files: poll
 		}
 	}
+}
+
+// recordRun is the run a record is about, if it names one (diagnostics).
+func recordRun(r replay.Record) string {
+	switch r := r.(type) {
+	case *replay.RunCreated:
+		return r.ID
+	case *replay.CronFired:
+		return r.RunID
+	case *replay.TaskDispatched:
+		return r.Run
+	case *replay.TaskStarted:
+		return r.Run
+	case *replay.TaskFinished:
+		return r.Run
+	case *replay.TaskInterrupted:
+		return r.Run
+	}
+	return ""
 }

@@ -552,6 +552,24 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 	tasks, crashLoops := 0, 0
 	for _, sum := range runs {
 		code, body, _ := k.call(d.addr, "GET", "/runs/"+sum.ID)
+		if code == http.StatusNotFound {
+			// Pruned by a compaction since the listing (cron keeps adding
+			// runs): the tail has it, and checkPruned checks it.
+			if err := k.tail.poll(); err != nil {
+				k.fatalf("WAL tail: %v", err)
+			}
+			k.tail.mu.Lock()
+			gone := k.tail.pruned[sum.ID]
+			k.tail.mu.Unlock()
+			if gone != nil {
+				n, loop := k.checkRun(viewOf(gone), ledger, "(pruned by retention since the listing; as it was then)")
+				tasks += n
+				if loop {
+					crashLoops++
+				}
+				continue
+			}
+		}
 		var r runView
 		if code != 200 || json.Unmarshal(body, &r) != nil {
 			k.fatalf("GET /runs/%s: %d %s", sum.ID, code, body)
@@ -593,7 +611,7 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 			if at, ok := k.tail.born[id]; ok {
 				where = fmt.Sprintf("the WAL recorded its creation at index %d", at)
 				if run := k.tail.st.Runs[id]; run != nil {
-					where += fmt.Sprintf(", and the fold of every frame has it %s", run.Status)
+					where += fmt.Sprintf(", and the fold of every frame has it %s (workflow %s); its records: %v", run.Status, run.Workflow, k.tail.trail[id])
 				}
 			}
 			keep := filepath.Join(os.TempDir(), fmt.Sprintf("orkwal-kill9-lost-%d", k.seed))
