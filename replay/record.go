@@ -239,6 +239,9 @@ func Decode(payload []byte) (Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkMsgpack(payload[1:]); err != nil {
+		return nil, fmt.Errorf("replay: decode %s: %w", r.Kind(), err)
+	}
 	if err := msgpack.Unmarshal(payload[1:], r); err != nil {
 		return nil, fmt.Errorf("replay: decode %s: %w", r.Kind(), err)
 	}
