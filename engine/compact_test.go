@@ -149,8 +149,11 @@ func TestCorruptNewestSnapshotFallsBack(t *testing.T) {
 	}
 }
 
-func TestRetentionPrunesRunsAndTheirLogs(t *testing.T) {
-	dir := t.TempDir()
+// retainedRuns opens an engine on dir that keeps 2 runs per workflow and
+// never compacts on its own, and runs n one-task runs of "w" to success,
+// calling each(id) after each; it returns their ids, oldest first.
+func retainedRuns(t *testing.T, dir string, n int, each func(id string)) (*Engine, []string) {
+	t.Helper()
 	e, err := Open(Config{DataDir: dir, Logger: quiet, CompactBytes: -1, KeepRuns: 2, Retention: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -158,11 +161,20 @@ func TestRetentionPrunesRunsAndTheirLogs(t *testing.T) {
 	e.Start()
 	put(t, e, flat("w", 1))
 	var ids []string
-	for i := 0; i < 5; i++ {
+	for i := 0; i < n; i++ {
 		id := trigger(t, e, "w")
 		waitFor(t, e, "run", func() bool { return runStatus(e, id) == "success" })
 		ids = append(ids, id)
+		if each != nil {
+			each(id)
+		}
 	}
+	return e, ids
+}
+
+func TestRetentionPrunesRunsAndTheirLogs(t *testing.T) {
+	dir := t.TempDir()
+	e, ids := retainedRuns(t, dir, 5, nil)
 	stopLoop(e)
 	if err := e.Compact(); err != nil {
 		t.Fatal(err)

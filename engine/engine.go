@@ -137,15 +137,6 @@ func (e *Engine) recover() error {
 		l.Close()
 		return err
 	}
-	// The snapshot was taken at a durable index, so the log holds at least
-	// that much. If it ends earlier (the wal folder was deleted or lost its
-	// tail), new entries would reuse indexes the snapshot covers, and the
-	// next boot would skip them: refuse instead.
-	if last := l.LastIndex(); from > 0 && last < from {
-		l.Close()
-		return fmt.Errorf("%w: the log ends at index %d, before the snapshot's %d (%s): entries are missing from the log, and new ones would reuse their indexes; restore the wal folder, or set the snapshot aside to boot from the log alone",
-			wal.ErrCorrupt, last, from, snapshotPath(e.cfg.DataDir, from))
-	}
 	e.state = st
 	n, err := replayAfter(l, e.state, from)
 	if err != nil {
@@ -184,15 +175,35 @@ func ReplayFrom(l *wal.Log, st *replay.State, from uint64) (int, error) {
 	return n, err
 }
 
-// replayAfter reads every frame still in the log, so that corruption
+// LogMeetsSnapshot checks that a log holding entries first..last can
+// follow a snapshot at snapIndex (0: none): it must start no later than
+// snapIndex+1 (no gap), and end no earlier than snapIndex. The snapshot was
+// taken at a durable index, so a log ending earlier lost entries (its folder
+// was deleted or lost its tail), and new entries would reuse indexes the
+// snapshot covers, which the next boot would skip.
+func LogMeetsSnapshot(first, last, snapIndex uint64) error {
+	switch {
+	case snapIndex == 0:
+		return nil
+	case first > snapIndex+1:
+		return fmt.Errorf("%w: the log starts at index %d, after the snapshot's %d: entries are missing", wal.ErrCorrupt, first, snapIndex)
+	case last < snapIndex:
+		return fmt.Errorf("%w: the log ends at index %d, before the snapshot's %d: entries are missing from the log, and new ones would reuse their indexes; restore the wal folder, or set the snapshot aside to boot from the log alone",
+			wal.ErrCorrupt, last, snapIndex)
+	}
+	return nil
+}
+
+// replayAfter checks that the log meets the snapshot (LogMeetsSnapshot),
+// then reads every frame still in the log, so that corruption
 // anywhere in it stops boot, and applies those after the snapshot index.
 func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, error) {
 	first, err := l.FirstIndex()
 	if err != nil {
 		return 0, fmt.Errorf("engine: first wal index: %w", err)
 	}
-	if snapIndex > 0 && first > snapIndex+1 {
-		return 0, fmt.Errorf("%w: the log starts at index %d, after the snapshot's %d: entries are missing", wal.ErrCorrupt, first, snapIndex)
+	if err := LogMeetsSnapshot(first, l.LastIndex(), snapIndex); err != nil {
+		return 0, err
 	}
 	n := 0
 	err = l.Replay(min(first, snapIndex+1), func(index uint64, payloads [][]byte) error {

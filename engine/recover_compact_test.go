@@ -69,20 +69,10 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 	for _, step := range []string{"after-rename", "after-truncate"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
-			e, err := Open(Config{DataDir: dir, Logger: quiet, CompactBytes: -1, KeepRuns: 2, Retention: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.Start()
-			put(t, e, flat("w", 1))
-			var ids []string
-			for i := 0; i < 5; i++ {
-				id := trigger(t, e, "w")
-				waitFor(t, e, "run", func() bool { return runStatus(e, id) == "success" })
-				ids = append(ids, id)
+			e, ids := retainedRuns(t, dir, 5, func(id string) {
 				// scratch an interrupted attempt would leave behind
-				os.MkdirAll(filepath.Join(dir, "work", id, "a", "1"), 0o755)
-			}
+				os.MkdirAll(filepath.Join(dir, "work", id, "a.1"), 0o755)
+			})
 			stopLoop(e)
 			crashAt := errors.New("crash at " + step)
 			e.cfg.CompactFault = func(s string) error {

@@ -73,11 +73,8 @@ func walVerify(c *cli.Context) error {
 		}
 		return nil
 	})
-	if err == nil && snapIndex > 0 && firstIndex(dir) > snapIndex+1 {
-		err = fmt.Errorf("the log starts at index %d, after the snapshot's %d: entries are missing", firstIndex(dir), snapIndex)
-	}
-	if err == nil && snapIndex > 0 && lastIndex < snapIndex {
-		err = fmt.Errorf("the log ends at index %d, before the snapshot's %d: entries are missing", lastIndex, snapIndex)
+	if err == nil {
+		err = engine.LogMeetsSnapshot(firstIndex(dir), lastIndex, snapIndex)
 	}
 	out := c.App.Writer
 	if err != nil {
