@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
 )
 
 // checkRun checks one finished run against its workflow: its status, the
@@ -323,4 +326,96 @@ func (k *kill9) checkDisk(final bool) diskUsage {
 		}
 	}
 	return u
+}
+
+// checkFolderMatchesTail runs after every kill, on the quiet folder: a copy
+// of it, booted the way the daemon boots (torn tail cut, an interrupted
+// truncation resolved, the newest snapshot plus the frames after it), must
+// be exactly the tail's fold of every frame ever written. The final check
+// compares the same two hashes once; checking after every kill names the
+// kill after which the folder and the history parted, and keeps both sides.
+func (k *kill9) checkFolderMatchesTail(when string) {
+	// Kept until the next kill: a failure later in the run can be replayed
+	// from the folder as the last boot found it.
+	tmp := filepath.Join(k.work, "after-kill")
+	os.RemoveAll(tmp)
+	for _, sub := range []string{"wal", "snapshots"} {
+		if src := filepath.Join(k.data, sub); dirExists(src) {
+			if err := os.CopyFS(filepath.Join(tmp, sub), os.DirFS(src)); err != nil {
+				k.fatalf("copy %s: %v", src, err)
+			}
+		}
+	}
+	st, last, err := bootState(tmp)
+	if err != nil {
+		k.fatalf("after %s the data folder does not boot: %v", when, err)
+	}
+	k.tail.mu.Lock()
+	defer k.tail.mu.Unlock()
+	if k.tail.next-1 != last {
+		k.fatalf("after %s the log ends at index %d, the tail has read up to %d (it missed frames, or read some the folder no longer has)", when, last, k.tail.next-1)
+	}
+	hf, err1 := st.Hash()
+	ht, err2 := k.tail.st.Hash()
+	if err1 != nil || err2 != nil {
+		k.fatalf("hash: %v %v", err1, err2)
+	}
+	if hf == ht {
+		return
+	}
+	var diff []string
+	for id, run := range k.tail.st.Runs {
+		if got := st.Runs[id]; got == nil {
+			diff = append(diff, fmt.Sprintf("run %s (%s, %s, born at %d, records %v) is missing from the folder",
+				id, run.Workflow, run.Status, k.tail.born[id], k.tail.trail[id]))
+		} else if got.Status != run.Status {
+			diff = append(diff, fmt.Sprintf("run %s is %s in the folder, %s in the fold (records %v)", id, got.Status, run.Status, k.tail.trail[id]))
+		}
+	}
+	for id := range st.Runs {
+		if k.tail.st.Runs[id] == nil {
+			diff = append(diff, fmt.Sprintf("run %s is in the folder but not in the fold", id))
+		}
+	}
+	sort.Strings(diff)
+	keep := filepath.Join(os.TempDir(), fmt.Sprintf("orkwal-kill9-parted-%d", k.seed))
+	os.RemoveAll(keep)
+	where := ""
+	if err := os.CopyFS(keep, os.DirFS(k.data)); err == nil {
+		where = "; the data folder is copied to " + keep
+	}
+	k.fatalf("after %s the data folder boots to state %016x (log ends at %d), the fold of every frame written is %016x: %s%s",
+		when, hf, last, ht, strings.Join(diff, "; "), where)
+}
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// bootState is the state a daemon booting on dataDir would hold, and the
+// log's last index: it repairs the folder (so it must be a copy).
+func bootState(dataDir string) (*replay.State, uint64, error) {
+	l, err := wal.Open(filepath.Join(dataDir, "wal"), wal.Options{Logger: quiet})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer l.Close()
+	st, idx, err := engine.LoadSnapshot(dataDir, quiet)
+	if err != nil {
+		return nil, 0, err
+	}
+	err = l.Replay(idx+1, func(index uint64, recs [][]byte) error {
+		for i, p := range recs {
+			r, err := replay.Decode(bytes.Clone(p))
+			if err == nil {
+				err = st.Apply(r)
+			}
+			if err != nil {
+				return fmt.Errorf("index %d record %d: %w", index, i, err)
+			}
+		}
+		return nil
+	})
+	return st, l.LastIndex(), err
 }

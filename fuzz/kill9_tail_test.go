@@ -49,6 +49,12 @@ type walTail struct {
 	fires  map[string][]cronFire  // by workflow, in log order
 	err    error                  // a definite failure (a record that does not fold)
 	gapFor time.Time              // since when the log has started after next (no .START file)
+
+	// archive holds a copy of every frame folded, in order, as one
+	// segment file from index 1: a data folder of the whole history, which
+	// `orkwal wal inspect --data` reads when a check fails.
+	archive    *os.File
+	archiveDir string
 }
 
 type cronFire struct {
@@ -58,9 +64,17 @@ type cronFire struct {
 	index uint64
 }
 
-func newWALTail(dataDir string) *walTail {
+func newWALTail(dataDir, archiveDir string) (*walTail, error) {
+	if err := os.MkdirAll(filepath.Join(archiveDir, "wal"), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(archiveDir, "wal", fmt.Sprintf("%020d", 1)))
+	if err != nil {
+		return nil, err
+	}
 	return &walTail{dir: filepath.Join(dataDir, "wal"), st: replay.New(), next: 1,
-		pruned: map[string]*replay.Run{}, fires: map[string][]cronFire{}, born: map[string]uint64{}, trail: map[string][]string{}}
+		pruned: map[string]*replay.Run{}, fires: map[string][]cronFire{}, born: map[string]uint64{}, trail: map[string][]string{},
+		archive: f, archiveDir: archiveDir}, nil
 }
 
 // poll folds every complete frame written since the last poll. It returns
@@ -148,6 +162,9 @@ func (w *walTail) step() (bool, error) {
 			if err := w.fold(w.segIdx, recs); err != nil {
 				return false, err
 			}
+			if _, err := w.archive.Write(data[pos : pos+n]); err != nil {
+				return false, fmt.Errorf("harness: archive frame %d: %w", w.segIdx, err)
+			}
 			w.next++
 		}
 		w.segIdx++
@@ -229,6 +246,7 @@ func (w *walTail) fold(index uint64, recs [][]byte) error {
 			w.born[r.ID] = index
 		case *replay.RunsPruned:
 			for _, id := range r.IDs {
+				w.trail[id] = append(w.trail[id], fmt.Sprintf("%d:%s", index, r.Kind()))
 				if run := w.st.Runs[id]; run != nil {
 					w.pruned[id] = run
 				}

@@ -56,8 +56,16 @@ import (
 //     fresh replays of the log (the newest snapshot plus the frames after
 //     it) give the same state hash, which is also the hash of the tail's
 //     fold of every frame ever written;
+//   - after every kill and after the clean stop, a copy of the data folder,
+//     booted as the daemon boots it, holds exactly the tail's fold of every
+//     frame written so far (checkFolderMatchesTail): a snapshot or a
+//     truncation that lost anything is caught at the kill after it;
 //   - the data folder is within the bound its settings imply (see
 //     checkDisk), after every kill and at the end.
+//
+// On a failure the data folder, the folder as the last kill left it, and
+// every frame ever written (as one log: `orkwal wal inspect --data`) are
+// kept under $TMPDIR/orkwal-kill9-*-<seed>.
 //
 // It reports re-executions (ledger lines beyond one per task: the price of
 // at-least-once) and the longest recovery (restart to a healthy /healthz).
@@ -105,6 +113,7 @@ type kill9 struct {
 
 	tail *walTail
 
+	killed      int // kills so far
 	bootKills   int
 	lockWaits   int // kills after which a fork child still held LOCK for a moment
 	compactKill int // kills timed on a compaction (a .tmp or a new snapshot seen)
@@ -346,6 +355,8 @@ func (k *kill9) kill(d *daemonProc) {
 	if err := k.tail.poll(); err != nil {
 		k.fatalf("WAL tail: %v", err)
 	}
+	k.killed++
+	k.checkFolderMatchesTail(fmt.Sprintf("kill %d", k.killed))
 	k.checkDisk(false)
 }
 
@@ -391,7 +402,10 @@ func (k *kill9) triggers(rng *rand.Rand, done chan<- struct{}) {
 func (k *kill9) run() {
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(uint64(k.seed), 1))
-	k.tail = newWALTail(k.data)
+	var err error
+	if k.tail, err = newWALTail(k.data, filepath.Join(k.work, "history")); err != nil {
+		k.t.Fatalf("WAL tail: %v", err)
+	}
 	d := k.start()
 	k.healthy(d)
 	tailStop, tailDone := make(chan struct{}), make(chan error, 1)
@@ -430,11 +444,16 @@ func (k *kill9) run() {
 	if k.t.Failed() {
 		k.fatalf("trigger goroutine failed")
 	}
-	close(tailStop)
-	if err := <-tailDone; err != nil {
-		k.fatalf("WAL tail: %v", err)
-	}
-	k.check(d, start)
+	// The tail keeps following through the checks: the daemon goes on
+	// writing (cron fires, retention, compaction, whose truncation removes
+	// frames) until it is stopped, and a frame the tail never read is a
+	// runs_pruned it never saw.
+	k.check(d, start, func() {
+		close(tailStop)
+		if err := <-tailDone; err != nil {
+			k.fatalf("WAL tail: %v", err)
+		}
+	})
 }
 
 // killOnCompaction waits (polling the data folder: an external process) for
@@ -520,7 +539,9 @@ func (k *kill9) listRuns(addr string) ([]runView, error) {
 	}
 }
 
-func (k *kill9) check(d *daemonProc, start time.Time) {
+// check runs the final checks; stopTail stops the tail's following once
+// the daemon has stopped.
+func (k *kill9) check(d *daemonProc, start time.Time, stopTail func()) {
 	// Every run ends (an external process: poll with a deadline).
 	deadline := time.Now().Add(120 * time.Second)
 	var runs []runView
@@ -598,10 +619,13 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 		k.fatalf("exit after SIGTERM: %v", d.err)
 	}
 	k.cur = nil
-	// Everything the daemon wrote, up to its clean stop, is in the tail now.
-	if err := k.tail.poll(); err != nil {
-		k.fatalf("WAL tail: %v", err)
-	}
+	// Everything the daemon wrote, up to its clean stop, must be in the tail
+	// now, and the folder must boot to the tail's fold. (This was once a
+	// plain poll, which returned quietly when the stop's compaction had
+	// truncated frames the tail had not read: a run pruned by them then
+	// looked lost.)
+	stopTail()
+	k.checkFolderMatchesTail("the clean stop")
 	pruned, prunedTasks, prunedLoops := k.checkPruned(byID, ledger)
 	tasks += prunedTasks
 	crashLoops += prunedLoops
@@ -618,6 +642,12 @@ func (k *kill9) check(d *daemonProc, start time.Time) {
 			os.RemoveAll(keep)
 			if err := os.CopyFS(keep, os.DirFS(k.data)); err == nil {
 				where += "; the data folder is copied to " + keep
+			}
+			os.RemoveAll(keep + "-history")
+			os.RemoveAll(keep + "-after-kill")
+			os.CopyFS(keep+"-after-kill", os.DirFS(filepath.Join(k.work, "after-kill")))
+			if err := os.CopyFS(keep+"-history", os.DirFS(k.tail.archiveDir)); err == nil {
+				where += ", and every frame ever written, as one log, to " + keep + "-history (orkwal wal inspect --data)"
 			}
 			k.fatalf("LOST: acknowledged run %s is neither in GET /runs nor pruned by retention (no runs_pruned record names it): %s", id, where)
 		}
