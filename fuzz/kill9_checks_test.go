@@ -378,14 +378,28 @@ func (k *kill9) checkFolderMatchesTail(when string) {
 		}
 	}
 	sort.Strings(diff)
-	keep := filepath.Join(os.TempDir(), fmt.Sprintf("orkwal-kill9-parted-%d", k.seed))
-	os.RemoveAll(keep)
-	where := ""
-	if err := os.CopyFS(keep, os.DirFS(k.data)); err == nil {
-		where = "; the data folder is copied to " + keep
-	}
+	where := k.keepEvidence("parted")
 	k.fatalf("after %s the data folder boots to state %016x (log ends at %d), the fold of every frame written is %016x: %s%s",
 		when, hf, last, ht, strings.Join(diff, "; "), where)
+}
+
+// keepEvidence copies, for a failure of the given kind, the data folder,
+// the folder as the last kill left it (booted: its torn tail cut) and the
+// tail's log of every frame ever written under $TMPDIR, and says where.
+func (k *kill9) keepEvidence(kind string) string {
+	keep := filepath.Join(os.TempDir(), fmt.Sprintf("orkwal-kill9-%s-%d", kind, k.seed))
+	where := ""
+	for _, c := range []struct{ src, dst, what string }{
+		{k.data, keep, "the data folder"},
+		{filepath.Join(k.work, "after-kill"), keep + "-after-kill", "the folder as the last kill left it"},
+		{k.tail.archiveDir, keep + "-history", "every frame ever written, as one log (orkwal wal inspect --data)"},
+	} {
+		os.RemoveAll(c.dst)
+		if err := os.CopyFS(c.dst, os.DirFS(c.src)); err == nil {
+			where += fmt.Sprintf("; %s is copied to %s", c.what, c.dst)
+		}
+	}
+	return where
 }
 
 func dirExists(p string) bool {

@@ -638,17 +638,7 @@ func (k *kill9) check(d *daemonProc, start time.Time, stopTail func()) {
 					where += fmt.Sprintf(", and the fold of every frame has it %s (workflow %s); its records: %v", run.Status, run.Workflow, k.tail.trail[id])
 				}
 			}
-			keep := filepath.Join(os.TempDir(), fmt.Sprintf("orkwal-kill9-lost-%d", k.seed))
-			os.RemoveAll(keep)
-			if err := os.CopyFS(keep, os.DirFS(k.data)); err == nil {
-				where += "; the data folder is copied to " + keep
-			}
-			os.RemoveAll(keep + "-history")
-			os.RemoveAll(keep + "-after-kill")
-			os.CopyFS(keep+"-after-kill", os.DirFS(filepath.Join(k.work, "after-kill")))
-			if err := os.CopyFS(keep+"-history", os.DirFS(k.tail.archiveDir)); err == nil {
-				where += ", and every frame ever written, as one log, to " + keep + "-history (orkwal wal inspect --data)"
-			}
+			where += k.keepEvidence("lost")
 			k.fatalf("LOST: acknowledged run %s is neither in GET /runs nor pruned by retention (no runs_pruned record names it): %s", id, where)
 		}
 	}
