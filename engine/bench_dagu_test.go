@@ -63,6 +63,7 @@ func BenchmarkDaguEngine(b *testing.B) {
 				b.Fatal(err)
 			}
 			var bare, eng time.Duration
+			var ph phases
 			for i := 0; i < b.N; i++ {
 				bare += c.bare(b)
 				start := time.Now()
@@ -74,12 +75,47 @@ func BenchmarkDaguEngine(b *testing.B) {
 					if s := waitRun(b, e, id); s != "success" {
 						b.Fatalf("run %s", s)
 					}
+					ph.add(b, e, id)
 				}
 				eng += time.Since(start)
 			}
 			b.ReportMetric(bare.Seconds()/float64(b.N), "bare-s")
 			b.ReportMetric(eng.Seconds()/float64(b.N), "engine-s")
 			b.ReportMetric(float64(eng-bare)/float64(b.N)/1e6, "overhead-ms")
+			ph.report(b)
 		})
 	}
+}
+
+// phases splits the tasks' time by the timestamps the engine records: from
+// dispatch to the start report (the dispatch frame's fsync, the launcher,
+// the spawn: fork, exec and the child's setup), and from the start report to
+// the finish (the process, its exit noticed, its log closed). Means per
+// task, in ms.
+type phases struct {
+	n              int
+	launch, finish time.Duration
+}
+
+func (p *phases) add(b *testing.B, e *Engine, id string) {
+	v, err := e.Run(id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range v.Tasks {
+		if t.DispatchedAt == nil || t.StartedAt == nil || t.FinishedAt == nil {
+			continue
+		}
+		p.n++
+		p.launch += t.StartedAt.Sub(*t.DispatchedAt)
+		p.finish += t.FinishedAt.Sub(*t.StartedAt)
+	}
+}
+
+func (p *phases) report(b *testing.B) {
+	if p.n == 0 {
+		return
+	}
+	b.ReportMetric(float64(p.launch)/float64(p.n)/1e6, "dispatch-to-started-ms/task")
+	b.ReportMetric(float64(p.finish)/float64(p.n)/1e6, "started-to-finished-ms/task")
 }
