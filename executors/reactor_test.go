@@ -95,8 +95,11 @@ func TestProcessRunningHoldsNoGoroutine(t *testing.T) {
 			}
 			if tt.noReactor {
 				// Both goroutines of each child exist from its Start on.
-				if d := runtime.NumGoroutine() - before; d < 2*n {
-					t.Errorf("%d running children without the reactor hold %d more goroutines, want at least %d", n, d, 2*n)
+				// The count is process-wide: a goroutine of the subtest
+				// before (a child's last report) may end meanwhile, so a
+				// few fewer are allowed; the reactor's bound is n/16.
+				if d := runtime.NumGoroutine() - before; d < 2*n-n/16 {
+					t.Errorf("%d running children without the reactor hold %d more goroutines, want about %d", n, d, 2*n)
 				}
 				return
 			}

@@ -25,12 +25,12 @@ import (
 // after a segment file was created). diskModel follows them to know, at any
 // I/O point, what a power cut would keep:
 //
-//   - at OpSync the newest segment file (the one tidwall's Sync flushes) is
+//   - at OpSync the newest segment file (the one the commit fsyncs) is
 //     durable up to its current size;
 //   - at OpDirSync the list of segment files is durable;
-//   - a segment that is no longer the newest was fsynced by tidwall/wal
-//     itself when it cycled to the next one (tidwall's cycle() calls Sync on
-//     the old file before it creates the new one): it is durable whole;
+//   - a segment that is no longer the newest is durable whole: every frame
+//     in it was fsynced by its own commit before the write that created the
+//     next segment;
 //   - before an engine.Open, the folder as it stands is durable (it is what
 //     survived the previous crash, or nothing), except the torn tail that
 //     wal.Open cuts (with fsyncs) and the first segment it creates in an
@@ -159,7 +159,7 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 	return nil
 }
 
-// observe applies tidwall's own fsync at cycle time and checks the model.
+// observe credits the older segments as durable whole and checks the model.
 func (m *diskModel) observe(segs []segFile) error {
 	if len(segs) == 0 {
 		return fmt.Errorf("disk model: no segment in %s", m.walDir)
@@ -169,7 +169,7 @@ func (m *diskModel) observe(segs []segFile) error {
 			return fmt.Errorf("disk model out of step: segment %s has %d bytes, %d of them thought durable", s.name, s.size, d)
 		}
 		if i < len(segs)-1 {
-			m.durSize[s.name] = s.size // fsynced by tidwall's cycle
+			m.durSize[s.name] = s.size // every frame fsynced by its commit
 		}
 	}
 	return nil

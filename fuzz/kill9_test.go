@@ -119,7 +119,6 @@ type kill9 struct {
 	compactKill int // kills timed on a compaction (a .tmp or a new snapshot seen)
 	tmpKills    int // kills that left a snapshot .tmp behind: mid-write
 	snapKills   int // kills within 20 ms after a new snapshot appeared
-	startKills  int // kills that left a tidwall .START file: mid-truncation
 	disk        diskStats
 	stoppedAt   time.Time // SIGTERM sent
 	maxRecovery time.Duration
@@ -342,12 +341,6 @@ func (k *kill9) kill(d *daemonProc) {
 	for _, n := range listNames(filepath.Join(k.data, "snapshots")) {
 		if strings.HasSuffix(n, ".tmp") {
 			k.tmpKills++
-			break
-		}
-	}
-	for _, n := range listNames(filepath.Join(k.data, "wal")) {
-		if strings.HasSuffix(n, ".START") {
-			k.startKills++
 			break
 		}
 	}
@@ -668,19 +661,19 @@ func (k *kill9) check(d *daemonProc, start time.Time, stopTail func()) {
 	}
 	took := time.Since(start)
 	allRuns := len(runs) + pruned
-	k.t.Logf("seed %d: %d kill -9s (%d during boot, %d timed on a compaction: %d left a snapshot .tmp, %d just after a new snapshot, "+
-		"%d left a truncation's .START) in %s (%.1f kills/min); %d triggers, %d acknowledged, %d runs (%d pruned by retention), "+
+	k.t.Logf("seed %d: %d kill -9s (%d during boot, %d timed on a compaction: %d left a snapshot .tmp, %d just after a new snapshot) "+
+		"in %s (%.1f kills/min); %d triggers, %d acknowledged, %d runs (%d pruned by retention), "+
 		"%d tasks, %d cron fires, 0 lost; %d ledger lines, %d re-executions (at-least-once), %d crash-loop failures; "+
 		"recovery median %s, longest %s; LOCK briefly held by a dying fork child after %d kills; "+
 		"%d WAL frames written, %d snapshots seen; final log %d bytes, %d records after the snapshot replay to %016x; %s",
-		k.seed, k.kills, k.bootKills, k.compactKill, k.tmpKills, k.snapKills, k.startKills, took.Round(time.Millisecond),
+		k.seed, k.kills, k.bootKills, k.compactKill, k.tmpKills, k.snapKills, took.Round(time.Millisecond),
 		float64(k.kills)/took.Minutes(), k.trigs.Load(), len(k.acked), allRuns, pruned, tasks, fires, lines, reexec, crashLoops,
 		median.Round(time.Millisecond), k.maxRecovery.Round(time.Millisecond), k.lockWaits, k.tail.frames, len(k.disk.snaps),
 		logBytes, n1, h1, k.disk.String())
-	fmt.Printf("TORTURE kill9 kills=%d boot_kills=%d compaction_kills=%d tmp_kills=%d snap_kills=%d start_kills=%d acked=%d runs=%d pruned=%d "+
+	fmt.Printf("TORTURE kill9 kills=%d boot_kills=%d compaction_kills=%d tmp_kills=%d snap_kills=%d acked=%d runs=%d pruned=%d "+
 		"tasks=%d cron_fires=%d lost=0 reexecutions=%d crash_loops=%d max_recovery_ms=%d median_recovery_ms=%d lock_waits=%d "+
 		"frames=%d snapshots=%d log_bytes=%d records=%d max_wal_bytes=%d max_snapshot_bytes=%d max_data_bytes=%d seconds=%.1f\n",
-		k.kills, k.bootKills, k.compactKill, k.tmpKills, k.snapKills, k.startKills, len(k.acked), allRuns, pruned, tasks, fires,
+		k.kills, k.bootKills, k.compactKill, k.tmpKills, k.snapKills, len(k.acked), allRuns, pruned, tasks, fires,
 		reexec, crashLoops, k.maxRecovery.Milliseconds(), median.Milliseconds(), k.lockWaits, k.tail.frames, len(k.disk.snaps),
 		logBytes, n1, k.disk.maxWAL, k.disk.maxSnap, k.disk.maxTotal, took.Seconds())
 }

@@ -10,10 +10,8 @@ import (
 
 // The disk model of compaction (engine/compact.go): a snapshot written to
 // snapshots/<name>.snap.tmp, fsynced, renamed, the folder fsynced; the WAL's
-// front truncated (tidwall/wal writes the kept part of the segment to a
-// .START file with fsync, removes the older segments, renames, and the wal
-// package fsyncs the folder); older snapshots removed and the folder
-// fsynced again. engine.Config.CompactFault names the points between those
+// front truncated (whole segments removed, oldest first, the folder fsynced
+// after each); older snapshots removed and the folder fsynced again. engine.Config.CompactFault names the points between those
 // steps, and the model credits exactly the fsyncs that precede each one:
 //
 //   - begin (the loop, under its lock): a compaction was decided. The
@@ -26,8 +24,8 @@ import (
 //   - after-rename: snapshots/ was fsynced: its listing is durable;
 //   - the WAL's OpTruncate: before the truncation;
 //   - after-truncate: wal/ was fsynced: its listing and every segment's
-//     bytes are durable (the kept part was fsynced by tidwall, and every
-//     frame before it by its append);
+//     bytes are durable (every frame was fsynced by its append; the
+//     truncation only removed files);
 //   - done (the harness saw the compaction end): the old snapshots'
 //     removal was fsynced.
 //

@@ -1,12 +1,14 @@
 // Package wal is orkwal's write-ahead log: an append-only sequence of
-// checksummed batch frames stored in github.com/tidwall/wal segment files.
+// checksummed batch frames stored in segment files (the format of
+// github.com/tidwall/wal's binary log; see segments for why this package
+// writes them itself).
 // It treats record payloads as opaque bytes; it knows nothing of orkwal.
 //
 // # Format
 //
 // A log is a folder of segment files, each named by the 20-digit decimal
 // index of its first entry (00000000000000000001, ...). A segment is a
-// sequence of tidwall/wal entries, each `uvarint(len) || frame`. One entry
+// sequence of entries, each `uvarint(len) || frame`. One entry
 // holds exactly one frame; one frame is one commit of one or more records:
 //
 //	offset  size      field
@@ -24,10 +26,11 @@
 //
 // # Durability
 //
-// tidwall/wal is opened with NoSync: this package owns every fsync.
-//  1. Append encodes one frame, writes it, and fsyncs the segment file.
-//  2. When the write created a segment file (tidwall cycles segments inside
-//     the write), the folder is fsynced too, before Append returns.
+// This package owns every write and fsync.
+//  1. Append encodes one frame, writes it with one write(2), and fsyncs the
+//     segment file.
+//  2. When the write created a segment file (the tail had reached
+//     SegmentSize), the folder is fsynced too, before Append returns.
 //  3. Only then does Append return: a nil error means durable.
 //  4. A failed write or fsync poisons the Log: every later Append fails with
 //     ErrPoisoned and the fsync is never retried (the page cache can no
@@ -42,12 +45,15 @@
 //     the last whole frame and fsynced, the folder is fsynced, and a log line
 //     says what was cut. A torn tail is the trace of a crash during a write.
 //     Only the newest KeepBroken copies are kept (the disk stays bounded
-//     however often the daemon crashes). A front truncation's leftover
-//     "<index>.START.TEMP" (tidwall/wal's, before its rename) is removed.
+//     however often the daemon crashes). Before that, what a crash left of
+//     an earlier version's front truncation is finished (resolveLegacy).
 //  2. Every other segment is checked when it is read (Replay, Verify): a bad
 //     frame there, a gap between segments or a missing segment is corruption,
 //     reported as a *CorruptError with the segment, offset, index and reason,
 //     and never skipped.
+//
+// A front truncation (TruncateFront) only removes whole segments, oldest
+// first, then fsyncs the folder: no file is rewritten.
 //
 // Concurrent Append calls are group-committed: one commit takes every
 // waiting call, writes their records as one frame with one fsync, and wakes

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,17 +9,13 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	tidwall "github.com/tidwall/wal"
 )
 
-// DefaultSegmentSize bounds the tail segment, which tidwall/wal holds in
-// memory and grows inside the commit (each growth copies the whole buffer
-// into fresh memory). Measured here (BenchmarkSegmentSizeConcurrent in
-// docs/benchmarks.md): once commits carry every waiting appender, 256 KiB
-// and 1 MiB segments give 1.5-2x the records/s of 4 MiB at 256 appenders and
-// a third of its p99.9, 20 MiB is worst; below 1 MiB the extra fsyncs of
-// more frequent segment changes start to show.
+// DefaultSegmentSize is the size at which the next write starts a new
+// segment file. No segment is held in memory (see segments), so the size
+// only trades the number of files (a creation and a folder fsync each)
+// against the granularity of a front truncation, which keeps up to one
+// segment of entries older than it needs.
 const DefaultSegmentSize = 1 << 20
 
 // Options configure a Log. The zero value is valid.
@@ -79,13 +76,12 @@ type Log struct {
 	arrived    chan struct{}                        // capacity 1: "an append queued while gathering"
 	after      func(time.Duration) <-chan time.Time // time.After; tests replace it
 
-	wmu      sync.Mutex // guards everything below; held by the committer
-	tw       *tidwall.Log
-	last     uint64 // index of the last durable entry
-	tailSize int    // bytes in the tail segment, as tidwall counts them
-	poison   error  // first write/fsync failure; sticky
-	closed   bool
-	buf      []byte // reused frame buffer
+	wmu    sync.Mutex // guards everything below; held by the committer
+	segs   *segments
+	last   uint64 // index of the last durable entry
+	poison error  // first write/fsync failure; sticky
+	closed bool
+	buf    []byte // reused: uvarint(len) || frame
 
 	// Metrics, safe to read at any time.
 	WriteLatency Histogram // handing a frame to the file
@@ -111,54 +107,22 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := syncDir(filepath.Dir(dir)); err != nil {
 		return nil, err
 	}
+	if err := resolveLegacy(dir, opts.Logger); err != nil {
+		return nil, err
+	}
 	cut, err := repairTail(dir, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
-	tw, err := tidwall.Open(dir, &tidwall.Options{
-		NoSync:      true, // this package owns every fsync
-		SegmentSize: opts.SegmentSize,
-		LogFormat:   tidwall.Binary,
-		NoCopy:      true,
-	})
+	segs, err := openSegments(dir, opts.SegmentSize)
 	if err != nil {
-		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, tw: tw, cutBytes: cut,
+	l := &Log{dir: dir, opts: opts, segs: segs, last: segs.last, cutBytes: cut,
 		kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1), stopped: make(chan struct{}),
 		after: time.After}
-	if err := l.loadTail(); err != nil {
-		tw.Close()
-		return nil, err
-	}
-	// tidwall may have created the first segment or resolved .START/.END.
-	if err := syncDir(dir); err != nil {
-		tw.Close()
-		return nil, err
-	}
 	go l.committer()
 	return l, nil
-}
-
-func (l *Log) loadTail() error {
-	last, err := l.tw.LastIndex()
-	if err != nil {
-		return fmt.Errorf("wal: last index: %w", err)
-	}
-	l.last = last
-	segs, err := listSegments(l.dir)
-	if err != nil {
-		return err
-	}
-	if len(segs) == 0 {
-		return fmt.Errorf("%w: no segment in %s after open", ErrCorrupt, l.dir)
-	}
-	fi, err := os.Stat(segs[len(segs)-1].path)
-	if err != nil {
-		return fmt.Errorf("wal: stat tail segment: %w", err)
-	}
-	l.tailSize = int(fi.Size())
-	return nil
 }
 
 // CutBytes is how many torn-tail bytes Open cut.
@@ -178,7 +142,7 @@ func (l *Log) LastIndex() uint64 {
 func (l *Log) FirstIndex() (uint64, error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
-	return l.tw.FirstIndex()
+	return l.segs.first, nil
 }
 
 // Append makes records durable as part of one frame and returns the frame's
@@ -347,10 +311,10 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 		return 0, fmt.Errorf("%w: %w", ErrPoisoned, l.poison)
 	}
 	index := l.last + 1
-	l.buf = appendFrame(l.buf[:0], index, records)
-	created := l.predictCycle(len(l.buf))
+	l.buf = binary.AppendUvarint(l.buf[:0], uint64(frameSize(index, records)))
+	l.buf = appendFrame(l.buf, index, records)
 	start := time.Now()
-	err := l.tw.Write(index, l.buf)
+	created, err := l.segs.write(index, l.buf)
 	if err == nil {
 		err = l.fault(OpWrite, index)
 	}
@@ -359,7 +323,7 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 		return 0, l.fail(fmt.Errorf("write index %d: %w", index, err))
 	}
 	start = time.Now()
-	if err := l.sync(OpSync, index, l.tw.Sync); err != nil {
+	if err := l.sync(OpSync, index, l.segs.sync); err != nil {
 		return 0, l.fail(fmt.Errorf("%w: index %d: %w", ErrSync, index, err))
 	}
 	l.SyncLatency.Observe(time.Since(start))
@@ -385,22 +349,6 @@ func (l *Log) sync(op Op, index uint64, fsync func() error) error {
 		return err
 	}
 	return fsync()
-}
-
-// predictCycle updates tailSize for an entry of frameLen bytes and reports
-// whether tidwall will create a segment file while writing it: it cycles
-// before a write when the tail already exceeds SegmentSize, and after an entry
-// that brings the tail to SegmentSize or more.
-func (l *Log) predictCycle(frameLen int) bool {
-	created := false
-	if l.tailSize > l.opts.SegmentSize {
-		l.tailSize, created = 0, true
-	}
-	l.tailSize += uvarintLen(uint64(frameLen)) + frameLen
-	if l.tailSize >= l.opts.SegmentSize {
-		l.tailSize, created = 0, true
-	}
-	return created
 }
 
 // fail poisons the log: no later append succeeds, no fsync is retried.
@@ -435,7 +383,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	if err := l.tw.Close(); err != nil && l.poison == nil {
+	if err := l.segs.close(); err != nil && l.poison == nil {
 		return fmt.Errorf("wal: close: %w", err)
 	}
 	return nil
@@ -508,33 +456,40 @@ func (l *Log) queued() int {
 	return len(l.queue)
 }
 
-// TruncateFront removes every entry before index: the entry at index
-// becomes the first. The folder is fsynced before it returns. A crash in the
-// middle leaves tidwall/wal's .START file, which Open resolves; a truncation
-// undone by a crash only leaves entries that replay skips. A failure poisons
-// the log, as a failed append does.
+// TruncateFront removes the segment files whose entries all come before
+// index, oldest first, fsyncing the folder after each, and returns once
+// all are gone. The segment holding index is kept whole, so FirstIndex may
+// stay a little before index (by at most one segment): replay skips what it
+// does not need. A crash in the middle leaves a prefix of those files
+// removed, and a truncation undone by a crash only leaves entries that
+// replay skips. The removals run without the write lock: appends go on
+// meanwhile. Calls must not overlap each other. A failure poisons the log,
+// as a failed append does.
 func (l *Log) TruncateFront(index uint64) error {
 	l.wmu.Lock()
-	defer l.wmu.Unlock()
 	switch {
 	case l.closed:
+		l.wmu.Unlock()
 		return ErrClosed
 	case l.poison != nil:
+		l.wmu.Unlock()
 		return fmt.Errorf("%w: %w", ErrPoisoned, l.poison)
 	}
 	if err := l.fault(OpTruncate, index); err != nil {
+		l.wmu.Unlock()
 		return err
 	}
-	if err := l.tw.TruncateFront(index); err != nil {
+	segs, err := l.segs.before(index)
+	l.wmu.Unlock()
+	if err == nil {
+		err = removeFront(l.dir, segs[:len(segs)-1])
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	if err != nil {
 		return l.fail(fmt.Errorf("truncate front to index %d: %w", index, err))
 	}
-	if err := syncDir(l.dir); err != nil {
-		return l.fail(fmt.Errorf("%w: folder after truncation: %w", ErrSync, err))
-	}
-	// tidwall rewrites the tail segment when index falls in it.
-	if err := l.loadTail(); err != nil {
-		return l.fail(err)
-	}
+	l.segs.first = segs[len(segs)-1].first
 	return nil
 }
 

@@ -78,29 +78,48 @@ func TestAppendReplayAcrossSegments(t *testing.T) {
 	}
 }
 
-// TestCyclePrediction checks that Append knows exactly when tidwall creates
-// a segment file, since that is when the folder must be fsynced.
-func TestCyclePrediction(t *testing.T) {
+// TestSegmentStartsWhenTailFull: a write to a tail segment of SegmentSize
+// bytes or more starts a new segment file, and exactly those writes fsync
+// the folder (the new name must be durable before the append returns).
+func TestSegmentStartsWhenTailFull(t *testing.T) {
 	dir := t.TempDir()
-	l := openT(t, dir, 300)
+	var dirSyncs atomic.Int64
+	l, err := Open(dir, Options{SegmentSize: 300, Logger: quiet, Fault: func(op Op, _ uint64) error {
+		if op == OpDirSync {
+			dirSyncs.Add(1)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer l.Close()
-	prev := 1
+	created := 0
 	for i := 0; i < 300; i++ {
-		l.wmu.Lock()
-		before := l.tailSize
-		l.wmu.Unlock()
-		payload := bytes.Repeat([]byte{'x'}, rand.Intn(120)+1)
-		// Recompute the prediction the same way write does, on a copy.
-		shadow := &Log{opts: l.opts, tailSize: before}
-		predicted := shadow.predictCycle(frameSize(l.LastIndex()+1, [][]byte{payload}))
-		if _, err := l.Append([][]byte{payload}); err != nil {
+		segs, _ := listSegments(dir)
+		fi, err := os.Stat(segs[len(segs)-1].path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		segs, _ := listSegments(dir)
-		if created := len(segs) > prev; created != predicted {
-			t.Fatalf("append %d: segment created=%v, predicted %v", i, created, predicted)
+		full := fi.Size() >= 300
+		syncs := dirSyncs.Load()
+		if _, err := l.Append([][]byte{bytes.Repeat([]byte{'x'}, rand.Intn(120)+1)}); err != nil {
+			t.Fatal(err)
 		}
-		prev = len(segs)
+		after, _ := listSegments(dir)
+		started := len(after) > len(segs)
+		if started != full || (dirSyncs.Load() > syncs) != full {
+			t.Fatalf("append %d to a tail of %d bytes: new segment %v, folder fsynced %v", i, fi.Size(), started, dirSyncs.Load() > syncs)
+		}
+		if started {
+			created++
+			if last := after[len(after)-1].first; last != l.LastIndex() {
+				t.Fatalf("new segment named %d, holding index %d", last, l.LastIndex())
+			}
+		}
+	}
+	if created < 10 {
+		t.Fatalf("only %d segments created", created)
 	}
 }
 
@@ -414,21 +433,33 @@ func TestGroupCommitBatchesWaitingAppenders(t *testing.T) {
 	}
 }
 
-func TestTruncateFrontKeepsTheRestAndAppends(t *testing.T) {
-	for _, seg := range []int{0, 200} { // truncating into the tail segment, and across segments
+// TestTruncateFrontRemovesWholeSegments: TruncateFront(31) removes every
+// segment whose entries all come before 31 and keeps the one holding 31
+// whole, so the log starts at or a little before 31, at a segment boundary;
+// appends go on, and a reopen sees the same log.
+func TestTruncateFrontRemovesWholeSegments(t *testing.T) {
+	for _, seg := range []int{0, 200} { // 31 in the only segment, and past several
 		dir := t.TempDir()
 		l := openT(t, dir, seg)
 		for i := 0; i < 50; i++ {
 			l.Append([][]byte{rec(i)})
 		}
+		before, _ := listSegments(dir)
 		if err := l.TruncateFront(31); err != nil {
 			t.Fatal(err)
 		}
 		first, _ := l.FirstIndex()
-		if first != 31 {
-			t.Fatalf("segment size %d: first index %d, want 31", seg, first)
+		after, _ := listSegments(dir)
+		if first > 31 || after[0].first != first {
+			t.Fatalf("segment size %d: first index %d, first segment %d, want the segment holding 31", seg, first, after[0].first)
 		}
-		for i := 50; i < 120; i++ { // keeps segment creation predictions right
+		if len(after) > 1 && after[1].first <= 31 {
+			t.Fatalf("segment size %d: segment %d, all before 31, kept", seg, after[0].first)
+		}
+		if seg > 0 && (first == 1 || len(after) == len(before)) {
+			t.Fatalf("segment size %d: nothing removed (%d segments, first %d)", seg, len(after), first)
+		}
+		for i := 50; i < 120; i++ {
 			if _, err := l.Append([][]byte{rec(i)}); err != nil {
 				t.Fatal(err)
 			}
@@ -444,16 +475,22 @@ func TestTruncateFrontKeepsTheRestAndAppends(t *testing.T) {
 		if len(got) != 90 || got[0] != string(rec(30)) || got[89] != string(rec(119)) {
 			t.Fatalf("segment size %d: after truncation %d records from %s", seg, len(got), got[0])
 		}
-		if err := ReplayDir(dir, 1, func(uint64, [][]byte) error { return nil }); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("replay from before the truncation: %v, want a gap reported", err)
+		if err := ReplayDir(dir, 1, func(uint64, [][]byte) error { return nil }); (first > 1) != errors.Is(err, ErrCorrupt) {
+			t.Fatalf("segment size %d: replay from 1 with the log starting at %d: %v", seg, first, err)
 		}
+		l = openT(t, dir, seg)
+		if f, _ := l.FirstIndex(); f != first || l.LastIndex() != 120 {
+			t.Fatalf("segment size %d: reopened at %d..%d, want %d..120", seg, f, l.LastIndex(), first)
+		}
+		l.Close()
 	}
 }
 
-// TestCrashMidTruncateRecovers: tidwall/wal truncates by writing a .START
-// segment, removing the old ones, and renaming it. A crash after the .START
-// is written leaves both; Open resolves it to the truncated log.
-func TestCrashMidTruncateRecovers(t *testing.T) {
+// TestLegacyInterruptedTruncationRecovers: versions built on tidwall/wal
+// truncated by writing a .START segment, removing the old ones, and
+// renaming it. A crash after the .START was written left both; Open
+// finishes it, to the truncated log.
+func TestLegacyInterruptedTruncationRecovers(t *testing.T) {
 	dir := t.TempDir()
 	l := openT(t, dir, 0)
 	for i := 0; i < 20; i++ {
@@ -471,6 +508,23 @@ func TestCrashMidTruncateRecovers(t *testing.T) {
 	defer l.Close()
 	if first, _ := l.FirstIndex(); first != 11 || l.LastIndex() != 20 {
 		t.Fatalf("after a crash mid-truncate: first %d last %d, want 11..20", first, l.LastIndex())
+	}
+	if _, err := os.Stat(seg); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the segment the truncation replaced is still there: %v", err)
+	}
+}
+
+// TestEndFileRefused: an ".END" file (tidwall/wal's back truncation) is
+// written by no version of orkwal: Open refuses the folder, naming it.
+func TestEndFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	l.Append([][]byte{rec(1)})
+	l.Close()
+	end := filepath.Join(dir, "00000000000000000001.END")
+	os.WriteFile(end, nil, 0o644)
+	if _, err := Open(dir, Options{Logger: quiet}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), end) {
+		t.Fatalf("open with an .END file: %v, want corruption naming %s", err, end)
 	}
 }
 

@@ -20,7 +20,6 @@ const maxLookahead = 1 << 20
 // segment of dir. It returns the number of bytes cut (0 when the tail was
 // whole).
 func repairTail(dir string, logger *slog.Logger) (int64, error) {
-	removeStaleTemp(dir, logger)
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
 		return 0, err
@@ -86,12 +85,12 @@ func plausibleFrameAt(b []byte, index uint64) bool {
 	return err == nil
 }
 
-// removeStaleTemp removes the temporary files of a front truncation a crash
-// interrupted: tidwall/wal writes the kept part of a segment to
-// "<index>.START.TEMP" (fsync) and renames it to "<index>.START". Its Open
-// resolves a leftover .START but ignores a .TEMP, which is meaningless
-// before its rename and would stay for ever (up to a segment each: found by
-// the kill -9 torture, 16 MB of them after 300 kills).
+// removeStaleTemp removes the temporary files of an earlier version's front
+// truncation a crash interrupted: tidwall/wal wrote the kept part of a
+// segment to "<index>.START.TEMP" (fsync) and renamed it to "<index>.START".
+// A .TEMP is meaningless before its rename and would stay for ever (up to a
+// segment each: found by the kill -9 torture, 16 MB of them after 300
+// kills, when tidwall/wal's Open was relied on to clean up).
 func removeStaleTemp(dir string, logger *slog.Logger) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.TEMP"))
 	for _, p := range paths {

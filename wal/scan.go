@@ -16,8 +16,8 @@ type segmentFile struct {
 }
 
 // listSegments returns the folder's segment files in index order. Only names
-// of exactly 20 digits count (tidwall/wal's transient .START/.END files are
-// resolved by tidwall itself on open; .broken copies are ignored).
+// of exactly 20 digits count (an earlier version's .START file is resolved
+// by Open, see resolveLegacy; .broken copies are ignored).
 func listSegments(dir string) ([]segmentFile, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {

@@ -2,11 +2,12 @@ package wal_test
 
 // Segment-size stall measurement (issue "A WAL you can trust", item 4).
 //
-// tidwall/wal keeps the whole tail segment in memory (one []byte that grows
-// by append, about 1.25x at a time once large) and, when the tail is full,
-// fsyncs and closes it and creates the next file, all inside Write. The
-// claim under test: the larger the segment, the larger the buffer copies and
-// the longer the stalls, so small segments keep tail latency low.
+// This package first stored its segments through tidwall/wal, which keeps
+// the whole tail segment in memory (one []byte grown by append inside every
+// Write): the larger the segment, the longer the stalls. It now writes the
+// files itself, holding no segment in memory (wal/segment.go), and the
+// claim under test is the opposite: the segment size no longer shows in the
+// tail latency, apart from the appends that create a segment.
 
 import (
 	"encoding/binary"
@@ -21,39 +22,28 @@ import (
 // counted.
 const stallThreshold = 5 * time.Millisecond
 
-// bigGrowth is the smallest new capacity of the tail buffer that counts as
-// a growth in growth-max-µs.
-const bigGrowth = 256 << 10
-
 // BenchmarkSegmentSize appends b.N single-record frames of 128 bytes with one
 // appender, for each segment size, and reports the tail of the latency
 // distribution. Every 4th append is preceded by its baseline, one plain
 // write+fsync of 144 bytes to another file on the same disk, so that both
 // see the same disk weather (metrics raw-*). The time before the fsync of an
-// append (encoding, tidwall's Write, write(2)) is told apart from the rest
-// through Options.Fault, and each append is classified afterwards:
+// append (encoding and write(2)) is told apart from the rest through
+// Options.Fault:
 //
-//   - growth-max-µs: the longest pre-fsync time of an append during which
-//     tidwall's tail buffer grew to bigGrowth or more (found by replaying
-//     the same entry sizes through a []byte the way tidwall appends them);
-//     growths: how many such appends there were, largest-growth-KiB the
-//     largest capacity they reached.
-//   - write-max-µs: the same for every other append that did not switch
-//     segments; compare raw-write-max-µs (write(2) alone).
-//   - switch-max-µs: the longest append that switched segments (tidwall
-//     fsyncs and closes the full segment and creates the next one inside
-//     Write, then Append fsyncs the new segment and the folder).
+//   - write-max-µs: the longest pre-fsync time of an append that did not
+//     switch segments; compare raw-write-max-µs (write(2) alone).
+//   - switch-max-µs: the longest append that switched segments (it creates
+//     the next file, writes, fsyncs it and fsyncs the folder).
 //   - segments-created: segment switches during the measured appends.
 //
 // Crossing several 20 MiB segments one fsynced 128-byte frame at a time
 // takes minutes (about 145,000 appends per segment). So the tail is first
 // prefilled (untimed, with frames of 1,000 records) to S-0.9*stream bytes,
 // at most 0.75*S, where S is the segment size and stream the bytes of the b.N
-// measured appends: a stream shorter than a segment then still holds the
-// last and largest growth of the tail buffer (its capacity grows about 1.25x
-// at a time, so the last growth happens between about 0.78*S and S) and, if
-// it is long enough, the switch to the next segment. Streams longer than
-// about 1.1 segments are not prefilled.
+// measured appends: a stream shorter than a segment then still holds, if it
+// is long enough, the switch to the next segment, and the appends to a
+// nearly full segment. Streams longer than about 1.1 segments are not
+// prefilled.
 func BenchmarkSegmentSize(b *testing.B) {
 	for _, s := range []struct {
 		name string
@@ -61,7 +51,7 @@ func BenchmarkSegmentSize(b *testing.B) {
 	}{
 		{"1MiB", wal.DefaultSegmentSize},
 		{"4MiB", 4 << 20},
-		{"20MiB", 20 << 20}, // tidwall/wal's own default
+		{"20MiB", 20 << 20}, // tidwall/wal's default
 	} {
 		b.Run(s.name, func(b *testing.B) { benchSegmentSize(b, s.size) })
 	}
@@ -69,9 +59,8 @@ func BenchmarkSegmentSize(b *testing.B) {
 
 // BenchmarkSegmentSizeConcurrent is BenchmarkAppend/appenders=256 with
 // several segment sizes (1MiB, the default, is the baseline). Under load the
-// commit path is busy all the time, so whatever tidwall's Write spends on
-// growing the tail buffer, under the log's lock, delays every caller queued
-// behind that commit.
+// commit path is busy all the time: whatever a commit spends beyond its
+// write and fsync (creating a segment) delays every caller queued behind it.
 func BenchmarkSegmentSizeConcurrent(b *testing.B) {
 	for _, s := range []struct {
 		name string
@@ -96,15 +85,13 @@ func benchSegmentSize(b *testing.B, size int) {
 	defer raw.Close()
 
 	rec := record(1)
-	var frames []int // length of every frame appended: the prefill, then b.N
 	if b.N >= 1000 {
 		// Bytes of the measured appends (indexes from 2^14 to 2^21 take 3
 		// bytes as uvarints).
 		frame := frameBytes(1<<20, [][]byte{rec})
 		stream := b.N * (uvarintLen(uint64(frame)) + frame)
-		frames = prefill(b, l, min(size-stream*9/10, size*3/4))
+		prefill(b, l, min(size-stream*9/10, size*3/4))
 	}
-	first := len(frames)
 	runtime.GC()
 	lat := make([]time.Duration, 0, b.N)
 	pre := make([]time.Duration, 0, b.N) // time before the fsync
@@ -124,7 +111,7 @@ func benchSegmentSize(b *testing.B, size int) {
 		}
 		folders := fs.folder.Load()
 		t1 := time.Now()
-		index, err := l.Append([][]byte{rec})
+		_, err := l.Append([][]byte{rec})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,22 +119,16 @@ func benchSegmentSize(b *testing.B, size int) {
 		lat = append(lat, t2.Sub(t1))
 		pre = append(pre, wrote.Sub(t1))
 		switched = append(switched, fs.folder.Load() != folders)
-		frames = append(frames, frameBytes(index, [][]byte{rec}))
 	}
 	b.StopTimer()
 
-	grew := tailGrowths(frames, size)
-	var growthMax, writeMax, switchMax time.Duration
-	growths, switches, largest := 0, 0, 0
+	var writeMax, switchMax time.Duration
+	switches := 0
 	for i := range lat {
 		switch {
 		case switched[i]:
 			switches++
 			switchMax = max(switchMax, lat[i])
-		case grew[first+i] >= bigGrowth:
-			growths++
-			growthMax = max(growthMax, pre[i])
-			largest = max(largest, grew[first+i])
 		default:
 			writeMax = max(writeMax, pre[i])
 		}
@@ -156,39 +137,10 @@ func benchSegmentSize(b *testing.B, size int) {
 	b.ReportMetric(float64(countOver(rawLat, stallThreshold)), "raw-syncs>5ms")
 	reportLatencies(b, "", lat)
 	reportLatencies(b, "raw-", rawLat)
-	b.ReportMetric(us(growthMax), "growth-max-µs")
-	b.ReportMetric(float64(growths), "growths")
-	b.ReportMetric(float64(largest)/1024, "largest-growth-KiB")
 	b.ReportMetric(us(writeMax), "write-max-µs")
 	b.ReportMetric(us(rawWriteMax), "raw-write-max-µs")
 	b.ReportMetric(us(switchMax), "switch-max-µs")
 	b.ReportMetric(float64(switches), "segments-created")
-}
-
-// tailGrowths replays frames of the given lengths through a []byte the way
-// tidwall/wal v1.2.1 builds its tail segment buffer (a new segment starts
-// from nil; each entry is appended as uvarint length, then the frame; after
-// an entry brings the buffer to segmentSize or more, the next entry starts a
-// new segment) and returns, for each frame, the capacity the buffer grew to
-// while appending it, or 0 if it did not grow.
-func tailGrowths(frames []int, segmentSize int) []int {
-	grew := make([]int, len(frames))
-	var buf, frame []byte
-	for i, n := range frames {
-		c := cap(buf)
-		if cap(frame) < n {
-			frame = make([]byte, n)
-		}
-		buf = binary.AppendUvarint(buf, uint64(n))
-		buf = append(buf, frame[:n]...)
-		if cap(buf) != c {
-			grew[i] = cap(buf)
-		}
-		if len(buf) >= segmentSize {
-			buf = nil
-		}
-	}
-	return grew
 }
 
 func countOver(lat []time.Duration, limit time.Duration) int {
@@ -202,25 +154,22 @@ func countOver(lat []time.Duration, limit time.Duration) int {
 }
 
 // prefill appends frames of 1,000 records to an empty log while the tail
-// segment stays under bytes (nothing when bytes <= 0) and returns the
-// lengths of the frames it appended.
-func prefill(b *testing.B, l *wal.Log, bytes int) []int {
+// segment stays under bytes (nothing when bytes <= 0).
+func prefill(b *testing.B, l *wal.Log, bytes int) {
 	b.Helper()
 	batch := make([][]byte, 1000)
 	for i := range batch {
 		batch[i] = record(i)
 	}
-	var frames []int
 	done := 0
 	for {
 		n := frameBytes(l.LastIndex()+1, batch)
 		if done += uvarintLen(uint64(n)) + n; done >= bytes {
-			return frames
+			return
 		}
 		if _, err := l.Append(batch); err != nil {
 			b.Fatal(err)
 		}
-		frames = append(frames, n)
 	}
 }
 

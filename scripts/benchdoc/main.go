@@ -401,20 +401,18 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 	p("`BenchmarkSegmentSize/<size>`: one appender, single-record frames of 128")
 	p("bytes, %s appends per size; every 4th append is preceded by a raw", num(float64(first(rs, segName+"1MiB").n)))
 	p("write+fsync of 144 bytes to another file on the same disk, the baseline")
-	p("(`raw`), so both see the same disk weather. tidwall/wal keeps the tail")
-	p("segment in memory in one `[]byte` grown by `append` (about 1.25× at a time")
-	p("once large) and switches segments inside `Write`. Each append is classified")
-	p("afterwards: *growth* appends are those during which that buffer grew to")
-	p("256 KiB or more (found by replaying the same entry sizes through a `[]byte`);")
-	p("their time before the fsync is `growth max`. `write max` is the same for the")
-	p("other appends (compare `raw write max`, write(2) alone), `switch max` the")
-	p("longest append that created a segment.")
+	p("(`raw`), so both see the same disk weather. No segment is held in memory")
+	p("(`wal/segment.go`; tidwall/wal's tail buffer, which grew inside every write,")
+	p("was the reason p99.9 grew with the segment size before 2026-11-23).")
+	p("`write max` is the longest time before the fsync of an append that did not")
+	p("create a segment (compare `raw write max`, write(2) alone), `switch max` the")
+	p("longest append that created one.")
 	p("")
 	p("**Scaled down:** crossing several 20 MiB segments one fsynced 128-byte frame")
 	p("at a time takes about 145,000 appends per segment (minutes here). So the")
 	p("tail is prefilled, untimed, with frames of 1,000 records to 0.9×stream")
 	p("before the end of the segment, at most 0.75× the segment size: the measured")
-	p("appends then hold the last and largest buffer growth of the segment and the")
+	p("appends then hold appends to a nearly full segment and the")
 	var prefilled, whole []string
 	for _, s := range segSizes {
 		size, _ := strconv.ParseFloat(strings.TrimSuffix(s, "MiB"), 64)
@@ -427,25 +425,20 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 	p("switch to the next. In this run: prefilled %s; not prefilled, covering", orNone(prefilled))
 	p("whole segments, %s.", orNone(whole))
 	p("")
-	p("| segment size | segments created | p50 µs (raw) | p99 µs (raw) | p99.9 µs (raw) | × raw | max µs (raw) | × raw | appends > 5 ms (raw) | growth appends | largest growth | growth max µs | write max µs (raw write max) | switch max µs |")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	p("| segment size | segments created | p50 µs (raw) | p99 µs (raw) | p99.9 µs (raw) | × raw | max µs (raw) | × raw | appends > 5 ms (raw) | write max µs (raw write max) | switch max µs |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range segSizes {
 		name := segName + s
-		p("| %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s | %s KiB | %s | %s (%s) | %s |", s,
+		p("| %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s (%s) | %s | %s (%s) | %s (%s) | %s |", s,
 			num(rs.med(name, "segments-created")),
 			num(rs.med(name, "p50-µs")), num(rs.med(name, "raw-p50-µs")),
 			num(rs.med(name, "p99-µs")), num(rs.med(name, "raw-p99-µs")),
 			num(rs.med(name, "p999-µs")), num(rs.med(name, "raw-p999-µs")), times(rs.ratio(name, "p999-µs", name, "raw-p999-µs")),
 			num(rs.med(name, "max-µs")), num(rs.med(name, "raw-max-µs")), times(rs.ratio(name, "max-µs", name, "raw-max-µs")),
 			pct(rs.med(name, "appends>5ms"), float64(first(rs, name).n)), pct(rs.med(name, "raw-syncs>5ms"), math.Ceil(float64(first(rs, name).n)/4)),
-			num(rs.med(name, "growths")), num(rs.med(name, "largest-growth-KiB")),
-			num(rs.med(name, "growth-max-µs")), num(rs.med(name, "write-max-µs")), num(rs.med(name, "raw-write-max-µs")),
+			num(rs.med(name, "write-max-µs")), num(rs.med(name, "raw-write-max-µs")),
 			num(rs.med(name, "switch-max-µs")))
 	}
-	p("")
-	p("Growth max by segment size: %s.", joinEach(segSizes, func(s string) string {
-		return s + " " + ms(rs.med(segName+s, "growth-max-µs"))
-	}))
 	p("")
 	if len(rs[concName+"1MiB"]) > 0 {
 		base := concName + "1MiB"
@@ -453,9 +446,9 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 		p("")
 		p("`BenchmarkSegmentSizeConcurrent/<size>` is `BenchmarkAppend/appenders=256` with")
 		p("other segment sizes, in the same rounds; the baseline is the default, 1 MiB.")
-		p("With the commit path busy all the time, time spent in tidwall's `Write`")
-		p("(growing the tail buffer) under the log's lock delays every caller queued")
-		p("behind that commit.")
+		p("With the commit path busy all the time, whatever a commit spends beyond")
+		p("its write and fsync (creating a segment) delays every caller queued")
+		p("behind it.")
 		p("")
 		p("| segment size | records/s | × 1 MiB | p50 µs | p99 µs | p99.9 µs | × 1 MiB | p99.9 µs without held calls | max µs | p99.9 ≤ 5 ms |")
 		p("|---|---|---|---|---|---|---|---|---|---|")
