@@ -32,7 +32,9 @@ import (
 //     in it was fsynced by its own commit before the write that created the
 //     next segment;
 //   - before an engine.Open, the folder as it stands is durable (it is what
-//     survived the previous crash, or nothing), except the torn tail that
+//     survived the previous crash, or nothing; wal.Open fsyncs the tail and
+//     the folder at OpOpenSync, whose index is 0: a cut there is an idle
+//     one), except the torn tail that
 //     wal.Open cuts (with fsyncs) and the first segment it creates in an
 //     empty folder (folder fsynced): both are modelled as their result.
 //

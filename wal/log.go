@@ -40,6 +40,9 @@ const (
 	OpDirSync Op = "dirsync"
 	// OpTruncate: before a front truncation (index is its new first entry).
 	OpTruncate Op = "truncate"
+	// OpOpenSync: in Open, before the fsync of the tail segment and of the
+	// folder that make what an earlier process wrote durable (index 0).
+	OpOpenSync Op = "open-fsync"
 )
 
 // Fault injects a failure at op while appending the frame at index.
@@ -75,6 +78,13 @@ type Log struct {
 	gathering  bool
 	arrived    chan struct{}                        // capacity 1: "an append queued while gathering"
 	after      func(time.Duration) <-chan time.Time // time.After; tests replace it
+	removing   func(path string)                    // tests: called before each removal of TruncateFront
+
+	// tmu is held for the whole of a TruncateFront, which releases wmu
+	// while it removes files: Close takes it, so that no removal outlives
+	// the Log (an in-process reopen would otherwise see a truncation still
+	// in progress as a gap), and truncations never overlap.
+	tmu sync.Mutex
 
 	wmu    sync.Mutex // guards everything below; held by the committer
 	segs   *segments
@@ -114,7 +124,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	segs, err := openSegments(dir, opts.SegmentSize)
+	segs, err := openSegments(dir, opts.SegmentSize, opts.Fault)
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +387,8 @@ func (l *Log) Close() error {
 		signal(l.arrived)
 	}
 	<-l.stopped
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.closed {
@@ -463,9 +475,11 @@ func (l *Log) queued() int {
 // does not need. A crash in the middle leaves a prefix of those files
 // removed, and a truncation undone by a crash only leaves entries that
 // replay skips. The removals run without the write lock: appends go on
-// meanwhile. Calls must not overlap each other. A failure poisons the log,
+// meanwhile; Close waits for them. A failure poisons the log,
 // as a failed append does.
 func (l *Log) TruncateFront(index uint64) error {
+	l.tmu.Lock()
+	defer l.tmu.Unlock()
 	l.wmu.Lock()
 	switch {
 	case l.closed:
@@ -482,7 +496,7 @@ func (l *Log) TruncateFront(index uint64) error {
 	segs, err := l.segs.before(index)
 	l.wmu.Unlock()
 	if err == nil {
-		err = removeFront(l.dir, segs[:len(segs)-1])
+		err = removeFront(l.dir, segs[:len(segs)-1], l.removing)
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()

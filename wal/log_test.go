@@ -549,3 +549,85 @@ func TestLockWaitsForAHolderWhoseRecordedPidIsDead(t *testing.T) {
 	<-released
 	b.Release()
 }
+
+// TestCloseWaitsForATruncation: TruncateFront removes files without the
+// write lock; Close must not return while it does (the engine's disk-full
+// recovery closes and reopens the log in-process: a removal still going on
+// would then look like a gap, corruption). Events are recorded in order;
+// no removal may follow Close's return.
+func TestCloseWaitsForATruncation(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 64)
+	for i := 0; i < 200; i++ {
+		if _, err := l.Append([][]byte{rec(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	inRemoval, proceed := make(chan struct{}), make(chan struct{})
+	first := true
+	l.removing = func(path string) {
+		note("remove " + filepath.Base(path))
+		if first {
+			first = false
+			close(inRemoval)
+			<-proceed
+		}
+	}
+	truncated := make(chan error, 1)
+	go func() { truncated <- l.TruncateFront(190) }()
+	<-inRemoval
+	closed := make(chan error, 1)
+	go func() { err := l.Close(); note("close returned"); closed <- err }()
+	<-l.stopped // Close is past its committer: next it takes the locks
+	close(proceed)
+	if err := <-truncated; err != nil {
+		t.Fatalf("truncate: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if len(events) < 3 || events[len(events)-1] != "close returned" {
+		t.Fatalf("events %v: a removal came after Close returned", events)
+	}
+	l = openT(t, dir, 64)
+	defer l.Close()
+	f, _ := l.FirstIndex()
+	if err := l.Replay(f, func(uint64, [][]byte) error { return nil }); err != nil || f == 1 {
+		t.Fatalf("after the truncation and a reopen: first %d, replay %v", f, err)
+	}
+}
+
+// TestOpenFsyncsTailAndFolder: a process killed before its own fsyncs can
+// leave a frame only in the page cache, or a segment whose name is not
+// durable; Open fsyncs the tail segment and the folder before it accepts
+// appends (through its fault point: an fsync that fails makes Open fail).
+func TestOpenFsyncsTailAndFolder(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	l.Append([][]byte{rec(1)})
+	l.Close()
+	var ops []Op
+	l, err := Open(dir, Options{Logger: quiet, Fault: func(op Op, index uint64) error {
+		ops = append(ops, op)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if len(ops) != 1 || ops[0] != OpOpenSync {
+		t.Fatalf("fault points of an Open: %v, want [%s]", ops, OpOpenSync)
+	}
+	boom := errors.New("injected")
+	if _, err := Open(dir, Options{Logger: quiet, Fault: func(op Op, _ uint64) error {
+		if op == OpOpenSync {
+			return boom
+		}
+		return nil
+	}}); !errors.Is(err, ErrSync) || !errors.Is(err, boom) {
+		t.Fatalf("open whose fsync fails: %v, want ErrSync wrapping it", err)
+	}
+}

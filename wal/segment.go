@@ -42,8 +42,14 @@ func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
 
 // openSegments opens the folder for appending, after repairTail: the last
 // segment ends with a whole frame. An empty folder gets its first segment
-// (index 1), and the folder is fsynced.
-func openSegments(dir string, size int) (*segments, error) {
+// (index 1). The tail segment and the folder are fsynced before it
+// returns: a process killed before its own fsyncs may have left a frame
+// that is only in the page cache, or a segment whose name is not durable
+// (killed between creating it and the folder fsync); a power cut after
+// this process acknowledged later frames must not lose those. Every
+// segment before the tail is durable whole: it was the tail of an earlier
+// Open, or every frame in it was fsynced by its commit.
+func openSegments(dir string, size int, fault Fault) (*segments, error) {
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -76,6 +82,20 @@ func openSegments(dir string, size int) (*segments, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", tail.path, err)
 	}
+	if fault != nil {
+		if err := fault(OpOpenSync, 0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("wal: %w: open: %w", ErrSync, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: %w: %s at open: %w", ErrSync, tail.path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return &segments{dir: dir, size: size, tail: f, name: filepath.Base(tail.path), bytes: len(data),
 		first: segs[0].first, last: last}, nil
 }
@@ -90,7 +110,7 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 	}
 	if s.bytes >= s.size {
 		// The tail is full. Every frame in it was fsynced by its own
-		// commit, so the old file needs nothing more before the switch.
+		// commit or by Open, so the old file needs nothing more.
 		path := filepath.Join(s.dir, segmentName(index))
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -134,13 +154,16 @@ func (s *segments) before(index uint64) ([]segmentFile, error) {
 // it is a prefix on any file system: the log still starts at a segment
 // boundary, with no gap. It touches no field of segments and may run
 // without the Log's write lock (new segments only appear after the tail).
-func removeFront(dir string, drop []segmentFile) error {
+func removeFront(dir string, drop []segmentFile, removing func(string)) error {
 	for _, sg := range drop {
+		if removing != nil {
+			removing(sg.path)
+		}
 		if err := os.Remove(sg.path); err != nil {
 			return fmt.Errorf("wal: remove %s: %w", sg.path, err)
 		}
 		if err := syncDir(dir); err != nil {
-			return err
+			return fmt.Errorf("%w: after removing %s: %w", ErrSync, sg.path, err)
 		}
 	}
 	return nil
@@ -184,6 +207,11 @@ func resolveLegacy(dir string, logger *slog.Logger) error {
 					return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
 				}
 			}
+		}
+		// The removals are durable before the rename: an old segment
+		// that outlived it would overlap the renamed one.
+		if err := syncDir(dir); err != nil {
+			return err
 		}
 		final := filepath.Join(dir, num)
 		if err := os.Rename(filepath.Join(dir, name), final); err != nil {
