@@ -61,7 +61,7 @@
 // commits at once, on the caller's goroutine: nothing waits for a batch to
 // fill. A busy log commits on a committer goroutine, which first waits for
 // as many calls as were in flight at the end of the last commit, for at most
-// half that commit's duration (1 ms at most): without that wait, the callers
+// an eighth of that commit's duration (1 ms at most): without that wait, the callers
 // woken by one commit miss the next and the callers split into two groups
 // that take turns, each fsync carrying half of them.
 package wal

@@ -7,7 +7,8 @@ import (
 )
 
 // gatherLog opens a log whose first fsync (frame 1) waits for release, and
-// whose gather timeouts come from timeouts (recording each wait asked for).
+// whose gather timeouts come from timeouts (recording each wait asked for,
+// and checking it is the share of the last commit's duration gather allows).
 func gatherLog(t *testing.T, release <-chan struct{}, timeouts chan time.Time, waits *[]time.Duration) *Log {
 	t.Helper()
 	l, err := Open(t.TempDir(), Options{Logger: quiet, Fault: func(op Op, index uint64) error {
@@ -22,6 +23,9 @@ func gatherLog(t *testing.T, release <-chan struct{}, timeouts chan time.Time, w
 	l.qmu.Lock()
 	l.after = func(d time.Duration) <-chan time.Time {
 		*waits = append(*waits, d) // under qmu: gather holds it
+		if want := min(l.lastCommit/gatherShare, maxGather); d != want {
+			t.Errorf("gather waits %v after a commit of %v, want %v", d, l.lastCommit, want)
+		}
 		return timeouts
 	}
 	l.qmu.Unlock()

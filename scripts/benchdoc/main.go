@@ -335,7 +335,7 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 	p("a busy log gathers the appenders woken by one commit back into the next one")
 	p("(`gather` in `wal/log.go`), so a frame carries nearly every appender; the")
 	p("commit rate trails the raw fsync rate by the time they take to come back")
-	p("(the gather, at most half the last commit) and by the frame's write.")
+	p("(the gather, at most an eighth of the last commit) and by the frame's write.")
 	p("")
 	p("Latency of each Append call. *Led* is the number of commits (frame + fsync)")
 	p("one Append call ran itself as the group commit's leader (seen through")
