@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
@@ -453,7 +452,7 @@ func (e *Engine) effects(out *turnOutput) {
 	}
 	for _, dir := range out.scratch {
 		if dir != "" {
-			jobs = append(jobs, func() { os.RemoveAll(dir) })
+			jobs = append(jobs, func() { executors.RemoveScratch(dir) })
 		}
 	}
 	e.launcher.submit(jobs...)

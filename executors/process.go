@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -145,16 +144,6 @@ func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishI
 	return true
 }
 
-// lookPath resolves argv[0] as exec.Command does: a name without a slash is
-// looked up in the daemon's PATH (not in a PATH set through job.Env).
-func lookPath(name string) (string, error) {
-	cmd := exec.Command(name)
-	if cmd.Err != nil {
-		return "", cmd.Err
-	}
-	return cmd.Path, nil
-}
-
 // wait reports Started, waits for the process and reports Finished, exactly
 // once each. It is the only place that reaps the child.
 //
@@ -209,7 +198,7 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	if len(input) == 0 {
 		input = []byte("{}")
 	}
-	if err := os.WriteFile(files.input, input, 0o644); err != nil {
+	if err := writeNew(files.input, input); err != nil {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
 	if fresh {
@@ -451,7 +440,7 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 // Started event still names the same process. The error wraps fs.ErrNotExist
 // when there is no such process.
 func ProcStartTime(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	data, err := procStat(pid)
 	if err != nil {
 		return 0, fmt.Errorf("start time of pid %d: %w", pid, err)
 	}
