@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/orkwal/orkwal/engine"
@@ -238,11 +240,44 @@ func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// maxRunWait bounds GET /runs/{id}?wait=D.
+const maxRunWait = time.Minute
+
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.run(w, r)
-	if ok {
-		writeJSON(w, http.StatusOK, run)
+	wait := r.URL.Query().Get("wait")
+	if wait == "" {
+		if run, ok := s.run(w, r); ok {
+			writeJSON(w, http.StatusOK, run)
+		}
+		return
 	}
+	d, err := time.ParseDuration(wait)
+	if err != nil || d <= 0 || d > maxRunWait {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("wait %q: want a duration above 0 and at most %s (e.g. 30s)", wait, maxRunWait))
+		return
+	}
+	id, ok := s.runID(w, r)
+	if !ok {
+		return
+	}
+	// The answer may come after the server's write timeout would: move
+	// the deadline past the wait.
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d + streamWriteStall))
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	defer cancel()
+	go func() { // the daemon stopping ends a wait as it ends log streams
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	run, err := s.eng.WaitRun(ctx, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {

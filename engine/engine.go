@@ -41,6 +41,9 @@ type Engine struct {
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced after every commit
 
+	waitMu  sync.Mutex                 // guards waiters (see WaitRun)
+	waiters map[string][]chan struct{} // run id → channels closed when it ends
+
 	halt      chan struct{} // tests only: stop the loop as a crash would
 	afterTurn func()        // tests only: called on the loop after each turn's effects
 	started   atomic.Bool

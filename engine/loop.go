@@ -439,6 +439,7 @@ func (e *Engine) append(out *turnOutput) {
 func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
 		e.notify()
+		e.wakeWaiters()
 	}
 	for _, r := range out.replies {
 		r.cmd.reply <- r.res

@@ -107,6 +107,7 @@ func (e *Engine) tryRecover() {
 	e.metrics.diskRecoveries++
 	e.log.Info("WAL recovered: accepting work again", "last_index", l.LastIndex(), "requeued", len(recs))
 	e.notify()
+	e.wakeWaiters()
 }
 
 // reconcile matches the replayed state with the attempts still running:

@@ -22,6 +22,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// followWait is how long one request of a followed run waits for its end
+// (within the client's timeout).
+const followWait = 20 * time.Second
+
 // pollInterval is how often `trigger --wait` asks for the run's state.
 const pollInterval = 200 * time.Millisecond
 
@@ -389,14 +393,20 @@ func finished(status string) bool {
 // view on a terminal.
 type watcher interface{ update(engine.RunView) }
 
-// follow polls the run until it has ended and returns its last
-// state, decoded and raw. prog, when not nil, is told every state seen.
+// follow waits until the run has ended and returns its last state,
+// decoded and raw. prog, when not nil, is told every state seen: the run
+// is polled every pollInterval. Without one, the daemon answers when the run
+// has ended (GET /runs/{id}?wait, a request per followWait).
 func (s *session) follow(id string, prog watcher) (engine.RunView, []byte, error) {
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
+	path := "/runs/" + url.PathEscape(id)
+	if prog == nil {
+		path += "?wait=" + followWait.String()
+	}
 	for {
 		var run engine.RunView
-		raw, err := s.cl.get(s.ctx, "/runs/"+url.PathEscape(id), &run)
+		raw, err := s.cl.get(s.ctx, path, &run)
 		if err != nil {
 			return run, nil, err
 		}
@@ -406,6 +416,8 @@ func (s *session) follow(id string, prog watcher) (engine.RunView, []byte, error
 		if finished(run.Status) {
 			return run, raw, nil
 		}
+		// After a wait, the ticker has ticked: no pause, unless the daemon
+		// answered early (it is stopping).
 		select {
 		case <-s.ctx.Done():
 			return run, nil, s.ctx.Err()
