@@ -76,13 +76,10 @@ func TestRetryAfterBackoffSurvivesRestart(t *testing.T) {
 	e2.Start()
 	defer e2.Close()
 	trigger(t, e2, "w") // a turn has passed: the retry is still waiting
-	for {
-		j := m2.next()
-		if j.RunID == id {
-			t.Fatalf("retry dispatched before its backoff ended")
-		}
+	if j := m2.next(); j.RunID == id {
+		t.Fatalf("retry dispatched before its backoff ended")
+	} else {
 		m2.finish(j, true)
-		break
 	}
 	advance(t, e2, clock, 10*time.Second)
 	j := m2.next()

@@ -39,12 +39,6 @@ import (
 // written, a stale .tmp boot removed, an old snapshot being removed), and
 // may lose snapshots/ whole while its own name is not durable.
 
-// snapFile is a file of snapshots/ with its content.
-type snapFile struct {
-	name string
-	data []byte
-}
-
 // readSnapDir reads every file of snapshots/ (nil if there is none).
 func readSnapDir(dataDir string) (map[string][]byte, bool) {
 	dir := filepath.Join(dataDir, "snapshots")

@@ -127,11 +127,6 @@ func (d *daemon) waitStatus(id, status string) runJSON {
 	return r
 }
 
-func readLedger(t *testing.T, path string) []string {
-	b, _ := os.ReadFile(path)
-	return strings.Fields(strings.ReplaceAll(string(b), "\n", " | "))
-}
-
 func TestEndToEndDAGAndKill9Recovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")

@@ -511,14 +511,6 @@ func orNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
-func joinEach(xs []string, f func(string) string) string {
-	var out []string
-	for _, x := range xs {
-		out = append(out, f(x))
-	}
-	return strings.Join(out, ", ")
-}
-
 func main() {
 	var mc machine
 	in := flag.String("in", "", "benchmark output (go test -bench)")
