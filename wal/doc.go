@@ -47,13 +47,17 @@
 //     Only the newest KeepBroken copies are kept (the disk stays bounded
 //     however often the daemon crashes). Before that, what a crash left of
 //     an earlier version's front truncation is finished (resolveLegacy).
-//  2. Every other segment is checked when it is read (Replay, Verify): a bad
+//  2. The tail segment and the folder are fsynced: what an earlier process
+//     wrote and never fsynced (it was killed first) is made durable before
+//     anything new is acknowledged on top of it.
+//  3. Every other segment is checked when it is read (Replay, Verify): a bad
 //     frame there, a gap between segments or a missing segment is corruption,
 //     reported as a *CorruptError with the segment, offset, index and reason,
 //     and never skipped.
 //
 // A front truncation (TruncateFront) only removes whole segments, oldest
-// first, then fsyncs the folder: no file is rewritten.
+// first, fsyncing the folder after each: no file is rewritten, and what a
+// crash keeps of it is a prefix.
 //
 // Concurrent Append calls are group-committed: one commit takes every
 // waiting call, writes their records as one frame with one fsync, and wakes
@@ -61,7 +65,7 @@
 // commits at once, on the caller's goroutine: nothing waits for a batch to
 // fill. A busy log commits on a committer goroutine, which first waits for
 // as many calls as were in flight at the end of the last commit, for at most
-// an eighth of that commit's duration (1 ms at most): without that wait, the callers
-// woken by one commit miss the next and the callers split into two groups
-// that take turns, each fsync carrying half of them.
+// an eighth of that commit's duration (1 ms at most): without that wait,
+// the callers woken by one commit miss the next and the callers split into
+// two groups that take turns, each fsync carrying half of them.
 package wal
