@@ -64,6 +64,8 @@ type Log struct {
 	dir  string
 	opts Options
 
+	requests sync.Pool // of *request
+
 	qmu        sync.Mutex // guards the fields up to wmu
 	queue      []*request
 	spare      []*request    // the queue before last, emptied: reused by the next commit
@@ -111,7 +113,10 @@ type request struct {
 	done    chan struct{} // capacity 1: commit sends once; the caller receives
 }
 
-var requests = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+// newRequest is the requests pool's New. The pool is the Log's own, not
+// the package's: a channel belongs to the synctest bubble that made it, and
+// a Log is used within one.
+func newRequest() any { return &request{done: make(chan struct{}, 1)} }
 
 // Open recovers the log in dir (creating it if needed) and opens it for
 // appending. A torn tail is cut (see the package doc); mid-log corruption in
@@ -135,7 +140,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, segs: segs, last: segs.last, cutBytes: cut,
+	l := &Log{dir: dir, opts: opts, segs: segs, last: segs.last, cutBytes: cut, requests: sync.Pool{New: newRequest},
 		kick: make(chan struct{}, 1), arrived: make(chan struct{}, 1), stopped: make(chan struct{}),
 		after: time.After}
 	go l.committer()
@@ -179,7 +184,7 @@ func (l *Log) Append(records [][]byte) (uint64, error) {
 		l.qmu.Unlock()
 		return 0, ErrClosed
 	}
-	req := requests.Get().(*request)
+	req := l.requests.Get().(*request)
 	req.records = records
 	l.queue = append(l.queue, req)
 	switch {
@@ -197,7 +202,7 @@ func (l *Log) Append(records [][]byte) (uint64, error) {
 	<-req.done
 	index, err := req.index, req.err
 	*req = request{done: req.done}
-	requests.Put(req)
+	l.requests.Put(req)
 	return index, err
 }
 
