@@ -6,6 +6,7 @@ package engine
 // runs under a plain `go test`.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,20 +36,15 @@ func processEngine(b *testing.B, maxConcurrent int) *Engine {
 	return e
 }
 
-// waitRun waits on Changed until the run reaches a final status.
+// waitRun waits until the run reaches a final status (WaitRun: woken by
+// the commit that ends it, not by every commit).
 func waitRun(b *testing.B, e *Engine, id string) string {
 	b.Helper()
-	for {
-		ch := e.Changed()
-		s, err := e.RunStatus(id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if s == "success" || s == "failed" || s == "cancelled" {
-			return s
-		}
-		<-ch
+	v, err := e.WaitRun(context.Background(), id)
+	if err != nil {
+		b.Fatal(err)
 	}
+	return v.Status
 }
 
 // bareSpawn runs `true` n times from `workers` goroutines, the way a
