@@ -7,23 +7,11 @@ package engine
 
 import (
 	"fmt"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/orkwal/orkwal/replay/workflow"
 )
-
-// bareChain runs `true` n times one after another.
-func bareChain(b *testing.B, n int) time.Duration {
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		if err := exec.Command("true").Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return time.Since(start)
-}
 
 // BenchmarkDaguEngine: parallel-200 (200 independent `true` tasks, default
 // concurrency 16), sequential-100 (a chain of 100) and runs-50 (50
@@ -52,8 +40,8 @@ func BenchmarkDaguEngine(b *testing.B) {
 		bare func(b *testing.B) time.Duration
 	}{
 		{"parallel-200", par, 1, func(b *testing.B) time.Duration { return bareSpawn(b, 200, 16) }},
-		{"sequential-100", seq, 1, func(b *testing.B) time.Duration { return bareChain(b, 100) }},
-		{"runs-50", one, 50, func(b *testing.B) time.Duration { return bareChain(b, 50) }},
+		{"sequential-100", seq, 1, func(b *testing.B) time.Duration { return bareSpawn(b, 100, 1) }},
+		{"runs-50", one, 50, func(b *testing.B) time.Duration { return bareSpawn(b, 50, 1) }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -647,5 +648,44 @@ func TestAppendAllocatesNothing(t *testing.T) {
 		}
 	}); n > 0 {
 		t.Fatalf("%.1f allocations per Append, want 0", n)
+	}
+}
+
+// TestTruncateFrontRemovesOldestFirst: what a crash keeps of a truncation
+// is a prefix of its removals only if they are made oldest first (each is
+// fsynced before the next); and a log whose oldest segments are gone, the
+// rest whole, opens at the first remaining one with every later frame.
+func TestTruncateFrontRemovesOldestFirst(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 64)
+	for i := 0; i < 60; i++ {
+		if _, err := l.Append([][]byte{rec(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var removed []string
+	l.removing = func(path string) { removed = append(removed, filepath.Base(path)) }
+	if err := l.TruncateFront(40); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if len(removed) < 3 || !slices.IsSorted(removed) {
+		t.Fatalf("removals %v, want several, oldest first", removed)
+	}
+
+	// A crash after the first removal of another truncation.
+	segs, _ := listSegments(dir)
+	if len(segs) < 2 {
+		t.Fatalf("%d segments left, want at least 2", len(segs))
+	}
+	os.Remove(segs[0].path)
+	l = openT(t, dir, 64)
+	defer l.Close()
+	if f, _ := l.FirstIndex(); f != segs[1].first || l.LastIndex() != 60 {
+		t.Fatalf("after a partial truncation: %d..%d, want %d..60", f, l.LastIndex(), segs[1].first)
+	}
+	n := 0
+	if err := l.Replay(segs[1].first, func(uint64, [][]byte) error { n++; return nil }); err != nil || n != int(61-segs[1].first) {
+		t.Fatalf("replay after a partial truncation: %d frames, %v", n, err)
 	}
 }

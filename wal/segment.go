@@ -60,10 +60,7 @@ func openSegments(dir string, size int, fault Fault) (*segments, error) {
 		if err != nil {
 			return nil, fmt.Errorf("wal: create %s: %w", path, err)
 		}
-		f.Close()
-		if err := syncDir(dir); err != nil {
-			return nil, err
-		}
+		f.Close() // its name is made durable with the folder's fsync below
 		segs = []segmentFile{{path: path, first: 1}}
 	}
 	tail := segs[len(segs)-1]
