@@ -26,7 +26,7 @@ import (
 // processEngine opens and starts an engine with the real process executor.
 func processEngine(b *testing.B, maxConcurrent int) *Engine {
 	b.Helper()
-	e, err := Open(Config{DataDir: b.TempDir(), Logger: quiet, MaxConcurrent: maxConcurrent,
+	e, err := Open(Config{DataDir: b.TempDir(), Logger: quiet, MaxConcurrent: maxConcurrent, MaxLogBytes: 10 << 20,
 		Executors: map[string]executors.Executor{
 			"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{}}})
 	if err != nil {

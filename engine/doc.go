@@ -10,14 +10,16 @@
 //     once (Apply validates before it mutates: a rejected record is answered
 //     as an error and never logged), then dispatch ready tasks into free
 //     slots in creation order, applying those records too;
-//  4. append every record of the turn as one WAL frame: one write, one
-//     fsync, still under the write lock, so readers never see state that is
-//     not durable;
-//  5. release the lock and perform the effects: answer callers, stop
-//     attempts; hand the starts of executors (in dispatch order) and the
-//     removal of finished attempts' scratch folders to the launcher, whose
-//     few goroutines run them concurrently while the loop takes its next
-//     turn (see launcher).
+//  4. hand the turn's starts (in dispatch order) to the launcher, whose few
+//     goroutines prepare the attempts' files meanwhile (see
+//     executors.Preparer) and then wait for step 5's outcome; append every
+//     record of the turn as one WAL frame: one write, one fsync, still
+//     under the write lock, so readers never see state that is not durable;
+//  5. tell the waiting starts that the frame is durable (they spawn) or
+//     failed (they remove what they prepared); release the lock and
+//     perform the effects: answer callers, stop attempts, hand the removal
+//     of finished attempts' scratch folders to the launcher; the loop takes
+//     its next turn while processes are being spawned (see launcher).
 //
 // Invariants:
 //   - Write ahead: no caller is answered and no executor is started before

@@ -17,8 +17,9 @@ import (
 const launchWorkers = 4
 
 // launcher runs the effects that need no answer from the loop, off the
-// loop: starting executors (after their dispatch is durable) and removing
-// the scratch folders of finished attempts. Jobs are taken in submission
+// loop: starting executors (preparing their files while their dispatch is
+// being made durable, spawning only once it is: see Engine.launch) and
+// removing the scratch folders of finished attempts. Jobs are taken in submission
 // order, so starts begin in dispatch order, but up to launchWorkers run at
 // once and may complete in any order: the order that the log, the state
 // and the gate define is the dispatch order, and a start is not an event
@@ -79,6 +80,29 @@ func (l *launcher) wait() {
 	for l.workers > 0 || len(l.queue) > 0 {
 		l.idle.Wait()
 	}
+}
+
+// commit is a turn's frame as the starts it carries see it: done is closed
+// once the frame is durable (ok) or its append failed.
+type commit struct {
+	done chan struct{}
+	ok   bool
+}
+
+// close tells the waiting starts the outcome of the append (a nil commit
+// has none).
+func (c *commit) close(ok bool) {
+	if c == nil {
+		return
+	}
+	c.ok = ok
+	close(c.done)
+}
+
+// wait returns once the frame's append is over: true if it is durable.
+func (c *commit) wait() bool {
+	<-c.done
+	return c.ok
 }
 
 // execHandle is an attempt's executor handle, set by the worker that

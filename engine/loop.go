@@ -186,7 +186,8 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		e.flushStarted(out) // rides this frame, or waited long enough for one
 	}
 	if len(out.recs) > 0 {
-		e.append(out)
+		c := e.launchAfter(out.starts)
+		c.close(e.append(out))
 		e.maybeCompact(now)
 	}
 	return out
@@ -397,9 +398,10 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 	}
 }
 
-// append makes the turn's records durable. On failure the engine becomes
-// fail-stop: no reply says success and no executor starts.
-func (e *Engine) append(out *turnOutput) {
+// append makes the turn's records durable and says whether they are. On
+// failure the engine becomes fail-stop: no reply says success and no
+// executor starts.
+func (e *Engine) append(out *turnOutput) bool {
 	payloads := make([][]byte, 0, len(out.recs))
 	var err error
 	for _, r := range out.recs {
@@ -416,7 +418,7 @@ func (e *Engine) append(out *turnOutput) {
 		for _, p := range payloads {
 			e.logBytes += int64(len(p))
 		}
-		return
+		return true
 	}
 	e.failStop(err)
 	unavailable := fmt.Errorf("%w: the write-ahead log failed: %w", ErrUnavailable, err)
@@ -430,12 +432,31 @@ func (e *Engine) append(out *turnOutput) {
 	}
 	e.inflight = len(e.attempts)
 	out.starts, out.stops = nil, nil
+	return false
+}
+
+// launchAfter hands the turn's starts to the launcher before the turn's
+// frame is appended: each prepares its attempt's files while the frame is
+// being made durable (see executors.Preparer), then waits for the returned
+// commit to be closed, and starts the work only if the frame is durable.
+// Preparing during the fsync takes the files off the path from one task's
+// end to the next one's start.
+func (e *Engine) launchAfter(starts []*start) *commit {
+	if len(starts) == 0 {
+		return nil
+	}
+	c := &commit{done: make(chan struct{})}
+	jobs := make([]func(), 0, len(starts))
+	for _, s := range starts {
+		jobs = append(jobs, func() { e.launch(s, c) })
+	}
+	e.launcher.submit(jobs...)
+	return c
 }
 
 // effects runs what the durable records allow: replies and stops on the
-// loop; starts and the removal of finished attempts' scratch folders on the
-// launcher, in this order, so that the loop can take its next turn while
-// processes are being spawned.
+// loop, and the removal of finished attempts' scratch folders on the
+// launcher (the starts are there already: see launchAfter).
 func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
 		e.notify()
@@ -447,10 +468,7 @@ func (e *Engine) effects(out *turnOutput) {
 	for _, a := range out.stops {
 		a.exec.Stop(e.cfg.KillGrace)
 	}
-	jobs := make([]func(), 0, len(out.starts)+len(out.scratch))
-	for _, s := range out.starts {
-		jobs = append(jobs, func() { e.launch(s) })
-	}
+	jobs := make([]func(), 0, len(out.scratch))
 	for _, dir := range out.scratch {
 		if dir != "" {
 			jobs = append(jobs, func() { executors.RemoveScratch(dir) })
@@ -459,10 +477,23 @@ func (e *Engine) effects(out *turnOutput) {
 	e.launcher.submit(jobs...)
 }
 
-// launch starts an attempt's executor; it runs on the launcher. A stop the
-// loop asked for meanwhile (cancel, timeout, shutdown) is delivered once
-// the handle exists (see execHandle).
-func (e *Engine) launch(s *start) {
+// launch starts an attempt's executor once its dispatch is durable (c); it
+// runs on the launcher. An executor that is a Preparer prepares the
+// attempt's files before, while the dispatch is being made durable, and
+// removes them if it never is. A stop the loop asked for meanwhile (cancel,
+// timeout, shutdown) is delivered once the handle exists (see execHandle).
+func (e *Engine) launch(s *start, c *commit) {
+	var prep executors.Prepared
+	var prepErr error
+	if p, ok := s.ex.(executors.Preparer); ok && s.err == nil {
+		prep, prepErr = p.Prepare(s.job)
+	}
+	if !c.wait() {
+		if prep != nil {
+			prep.Abort()
+		}
+		return
+	}
 	switch {
 	case s.err != nil:
 		e.reportStartFailure(s.job, s.err)
@@ -470,8 +501,17 @@ func (e *Engine) launch(s *start) {
 	case s.ex == nil:
 		e.reportStartFailure(s.job, errors.New("no executor for this task's kind"))
 		return
+	case prepErr != nil:
+		e.reportStartFailure(s.job, prepErr)
+		return
 	}
-	h, err := s.ex.Start(s.job, e.report)
+	var h executors.Handle
+	var err error
+	if prep != nil {
+		h, err = prep.Start(e.report)
+	} else {
+		h, err = s.ex.Start(s.job, e.report)
+	}
 	if err != nil {
 		e.reportStartFailure(s.job, err)
 		return

@@ -7,11 +7,13 @@ import (
 
 // sweepRunFolders removes the logs/ and work/ folders of runs the recovered
 // state does not hold: runs pruned by a compaction that a crash stopped
-// between recording runs_pruned and removing their folders (removeOld).
-// Without it they would stay for ever, and the data folder would not be
-// bounded. A run's folders are only created after its run_created record is
-// durable, so a folder without a run in the state is a pruned run's. Boot
-// only, before the loop starts.
+// between recording runs_pruned and removing their folders (removeOld),
+// and runs whose first tasks' files were being prepared while the frame
+// with their run_created was being fsynced when the crash came (see
+// Engine.launch): that run was never acknowledged. Without it they would
+// stay for ever, and the data folder would not be bounded. Boot only,
+// before the loop starts: a folder without a run in the recovered state
+// can then only be one of those.
 func (e *Engine) sweepRunFolders() {
 	for _, sub := range []string{"logs", "work"} {
 		dir := filepath.Join(e.cfg.DataDir, sub)

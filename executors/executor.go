@@ -109,3 +109,26 @@ type Handle interface {
 type Executor interface {
 	Start(job Job, report func(Event)) (Handle, error)
 }
+
+// Preparer is an Executor whose start begins with work that nothing
+// outside the daemon acts upon: creating the attempt's scratch folder,
+// its input file and its log file. The engine calls Prepare while the
+// job's dispatch record is being made durable, then, once it is, Start on
+// what Prepare returned; if the record never becomes durable (the log
+// failed), Abort. So the files of an attempt may exist before its
+// dispatch is durable, but no work starts before it is (write-ahead).
+// Prepare(job) followed by Start(report) is Executor.Start(job, report).
+type Preparer interface {
+	Executor
+	Prepare(job Job) (Prepared, error)
+}
+
+// Prepared is a job whose files are ready and whose work has not started.
+// Exactly one of Start and Abort is called, once.
+type Prepared interface {
+	// Start launches the work, as Executor.Start does.
+	Start(report func(Event)) (Handle, error)
+	// Abort removes what Prepare made: the scratch folder, and the log
+	// file if nothing was written to it.
+	Abort()
+}

@@ -79,6 +79,28 @@ type attemptFiles struct {
 // Wait would block one thread in waitid(2) per process, each thread costing
 // about 50 KiB of stacks: thousands of running tasks made hundreds of MiB.
 func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
+	pp, err := p.prepare(job)
+	if err != nil {
+		return nil, err
+	}
+	return pp.Start(report)
+}
+
+// Prepare finds the command, creates the attempt's scratch folder and
+// input file and opens its log (see Preparer): everything Start does but
+// the spawn.
+func (p *Process) Prepare(job Job) (Prepared, error) { return p.prepare(job) }
+
+// preparedProcess is a job of Process ready to be spawned.
+type preparedProcess struct {
+	p     *Process
+	job   Job
+	path  string // the command, looked up
+	files attemptFiles
+	out   *taskOutput
+}
+
+func (p *Process) prepare(job Job) (*preparedProcess, error) {
 	if len(job.Command) == 0 {
 		return nil, fmt.Errorf("start task %s: empty command", job.TaskID)
 	}
@@ -94,7 +116,23 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	c, err := spawn(path, job.Command, job.Workdir, buildEnv(os.Environ(), job, files), out)
+	return &preparedProcess{p: p, job: job, path: path, files: files, out: out}, nil
+}
+
+// Abort closes the log, removes it if it is empty, and removes the
+// scratch folder.
+func (pp *preparedProcess) Abort() {
+	pp.out.abort()
+	if fi, err := os.Stat(pp.job.LogPath); err == nil && fi.Size() == 0 {
+		_ = os.Remove(pp.job.LogPath)
+	}
+	_ = RemoveScratch(pp.job.ScratchDir)
+}
+
+// Start spawns the prepared job: see Process.Start.
+func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
+	p, job, files, out := pp.p, pp.job, pp.files, pp.out
+	c, err := spawn(pp.path, job.Command, job.Workdir, buildEnv(os.Environ(), job, files), out)
 	if err != nil {
 		out.abort()
 		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], err)

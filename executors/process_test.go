@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-var _ Executor = (*Process)(nil)
+var _ Preparer = (*Process)(nil)
 
 // guard bounds every wait in these tests; it only matters when a test fails.
 const guard = 10 * time.Second
@@ -687,5 +687,72 @@ func TestProcessRunningHoldsNoThread(t *testing.T) {
 	// A thread per child would add n; the runtime may add a few of its own.
 	if after-before >= n/2 {
 		t.Errorf("%d running children took %d more threads (%d → %d)", n, after-before, before, after)
+	}
+}
+
+// TestPrepareThenStartOrAbort: Prepare creates the attempt's input file
+// and its log and starts nothing; Start then runs the job as Start would;
+// Abort instead removes the scratch folder and the empty log, and keeps a
+// log that already had output (an earlier incarnation of the attempt).
+func TestPrepareThenStartOrAbort(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	job := newTestJob(t, "sh", "-c", `cat "$ORKWAL_INPUT" > "`+marker+`"`)
+	job.Input = []byte(`{"params":{"x":"1"}}`)
+	job.MaxLogBytes = 1 << 20
+	p := newTestProcess(ProcessConfig{})
+
+	pp, err := p.Prepare(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := os.ReadFile(filepath.Join(job.ScratchDir, inputFileName)); err != nil || string(in) != string(job.Input) {
+		t.Fatalf("input after Prepare: %q, %v", in, err)
+	}
+	if _, err := os.Stat(job.LogPath); err != nil {
+		t.Fatalf("log after Prepare: %v", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Prepare ran the command (%v)", err)
+	}
+	events := make(chan Event, 4)
+	if _, err := pp.Start(func(ev Event) { events <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	expectStarted(t, job, events)
+	if ev := expectFinished(t, job, events); !ev.OK {
+		t.Fatalf("prepared job failed: %+v", ev)
+	}
+	if got, _ := os.ReadFile(marker); string(got) != string(job.Input) {
+		t.Fatalf("the prepared job read input %q", got)
+	}
+
+	// Abort: a fresh attempt's folder and empty log go.
+	job2 := newTestJob(t, "true")
+	job2.MaxLogBytes = 1 << 20
+	pp, err = p.Prepare(job2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.Abort()
+	for _, path := range []string{job2.ScratchDir, job2.LogPath} {
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Abort: %v, want it removed", path, err)
+		}
+	}
+
+	// Abort keeps a log that has output.
+	job3 := newTestJob(t, "true")
+	if err := os.MkdirAll(filepath.Dir(job3.LogPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(job3.LogPath, []byte("earlier output\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pp, err = p.Prepare(job3); err != nil {
+		t.Fatal(err)
+	}
+	pp.Abort()
+	if got, err := os.ReadFile(job3.LogPath); err != nil || string(got) != "earlier output\n" {
+		t.Fatalf("log with output after Abort: %q, %v", got, err)
 	}
 }

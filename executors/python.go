@@ -118,13 +118,39 @@ type runnerSpec struct {
 // starts the interpreter as Process.Start does, with the same events. The
 // Finished event of a task that failed carries the runner's reason.
 func (p *Python) Start(job Job, report func(Event)) (Handle, error) {
+	pp, err := p.Prepare(job)
+	if err != nil {
+		return nil, err
+	}
+	return pp.Start(report)
+}
+
+// Prepare writes the runner's spec and prepares the interpreter's process
+// (see Preparer and Process.Prepare).
+func (p *Python) Prepare(job Job) (Prepared, error) {
 	errFile, err := p.prepare(&job)
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	return p.proc.Start(job, func(ev Event) {
+	pp, err := p.proc.prepare(job)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedPython{pp, errFile}, nil
+}
+
+// preparedPython is a job of Python ready to be spawned.
+type preparedPython struct {
+	*preparedProcess
+	errFile string
+}
+
+// Start spawns the interpreter; a Finished event of a task that failed
+// carries the runner's reason.
+func (pp *preparedPython) Start(report func(Event)) (Handle, error) {
+	return pp.preparedProcess.Start(func(ev Event) {
 		if ev.Kind == Finished {
-			ev = withTaskError(ev, errFile)
+			ev = withTaskError(ev, pp.errFile)
 		}
 		report(ev)
 	})

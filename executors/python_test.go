@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-var _ Executor = (*Python)(nil)
+var _ Preparer = (*Python)(nil)
 
 // tasksPy is the Python file the tests call functions of.
 const tasksPy = `import dataclasses, datetime, os, sys, time
