@@ -145,8 +145,10 @@ func writeEngine(w io.Writer, rs results) {
 	p("  iteration the bare loop runs first, then one engine run with")
 	p("  `parallel: 2000` of `[\"true\"]` at `--max-concurrent` 16, with the real")
 	p("  process executor (process group, log file, contract files). CPU per task")
-	p("  in the test process: engine %s µs, bare loop %s µs.",
+	p("  in the test process: engine %s µs, bare loop %s µs. The figures of 1-3",
 		num(rs.med(procName, "engine-cpu-µs/task")), num(rs.med(procName, "bare-cpu-µs/task")))
+	p("  are medians of each benchmark's runs (`-count=%d`; the ratio is the", len(rs.values(procName, "ratio")))
+	p("  median of each run's own ratio).")
 	p("- **3** `BenchmarkLatency50`: a ticker triggers (in-process `Engine.Trigger`)")
 	p("  50 times a second for 5 s; each trigger's clock starts before the call and")
 	p("  stops at the first commit after which the run has ended.")
@@ -190,6 +192,8 @@ func writeEngine(w io.Writer, rs results) {
 	p("  program's `exec.Command(\"true\").Run()` doing the same spawns (200 from")
 	p("  16 goroutines; 100 and 50 one after another), which on this machine")
 	p("  takes most of the time (Dagu's figures come from another machine).")
+	p("  Each figure is the median of the benchmark's runs (`-count=%d`), each", len(rs.values(daguName+"sequential-100", "s")))
+	p("  run with its own daemon and its own baseline.")
 	p("  `engine/bench_dagu_test.go` `BenchmarkDaguEngine` runs the same three")
 	p("  in-process, without the API, beside the same baselines (for profiling;")
 	p("  not in the table). kill -9: a")
