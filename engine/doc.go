@@ -16,7 +16,9 @@
 //     record of the turn as one WAL frame: one write, one fsync, still
 //     under the write lock, so readers never see state that is not durable;
 //  5. tell the waiting starts that the frame is durable (they spawn) or
-//     failed (they remove what they prepared); release the lock and
+//     failed (they remove what they prepared, and the turn waits until
+//     they have, so that a later dispatch of the same attempt cannot have
+//     its files removed under it); release the lock and
 //     perform the effects: answer callers, stop attempts, hand the removal
 //     of finished attempts' scratch folders to the launcher; the loop takes
 //     its next turn while processes are being spawned (see launcher).

@@ -244,6 +244,7 @@ func applyFrame(st *replay.State, index uint64, payloads [][]byte) error {
 func (e *Engine) interruptInFlight() error {
 	now := e.cfg.Clock.Now().UnixNano()
 	var recs []replay.Record
+	var scratch []string
 	for _, run := range e.state.RunList {
 		if run.Status.Finished() {
 			continue
@@ -257,6 +258,7 @@ func (e *Engine) interruptInFlight() error {
 			os.Remove(LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt) + ".tail")
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
+			scratch = append(scratch, scratchDir(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
 		}
 	}
 	if len(recs) == 0 {
@@ -264,6 +266,14 @@ func (e *Engine) interruptInFlight() error {
 	}
 	if err := e.commit(recs); err != nil {
 		return err
+	}
+	// The interrupted attempts are over: their scratch folders go, as a
+	// finished attempt's do (a crash during a dispatch's fsync can leave
+	// one for an attempt whose process never started).
+	for _, dir := range scratch {
+		if err := executors.RemoveScratch(dir); err != nil {
+			e.log.Warn("could not remove the scratch folder of an interrupted attempt", "folder", dir, "err", err)
+		}
 	}
 	e.log.Info("re-running attempts interrupted by a crash", "tasks", len(recs))
 	return nil

@@ -85,18 +85,35 @@ func (l *launcher) wait() {
 // commit is a turn's frame as the starts it carries see it: done is closed
 // once the frame is durable (ok) or its append failed.
 type commit struct {
-	done chan struct{}
-	ok   bool
+	done    chan struct{}
+	ok      bool
+	waiting sync.WaitGroup // starts that have not yet seen the outcome (and acted on a failure)
 }
 
 // close tells the waiting starts the outcome of the append (a nil commit
-// has none).
+// has none). After a failure it returns only once every start has removed
+// what it prepared: the same attempt may be dispatched again in a later
+// turn (after the log recovers), and must not find its files removed
+// under it by a start of this one.
 func (c *commit) close(ok bool) {
 	if c == nil {
 		return
 	}
 	c.ok = ok
 	close(c.done)
+	if !ok {
+		c.waiting.Wait()
+	}
+}
+
+// failed tells, without waiting, whether the frame's append already failed.
+func (c *commit) failed() bool {
+	select {
+	case <-c.done:
+		return !c.ok
+	default:
+		return false
+	}
 }
 
 // wait returns once the frame's append is over: true if it is durable.

@@ -1,13 +1,17 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/orkwal/orkwal/wal"
 )
 
@@ -78,7 +82,8 @@ func TestPrepareOverlapsTheDispatchFsync(t *testing.T) {
 
 // TestPreparedJobAbortedWhenDispatchFails: when the frame that dispatches a
 // prepared job cannot be made durable, the job is aborted and never
-// started.
+// started (a start that sees the failure before it prepares prepares
+// nothing).
 func TestPreparedJobAbortedWhenDispatchFails(t *testing.T) {
 	dir := t.TempDir()
 	p := newPreparing(t, dir)
@@ -95,16 +100,131 @@ func TestPreparedJobAbortedWhenDispatchFails(t *testing.T) {
 	if _, err := e.Trigger("diamond", nil, "test"); err == nil {
 		t.Fatal("trigger acknowledged though its frame failed")
 	}
-	select {
-	case j := <-p.aborted:
-		if j.TaskName != "a" {
-			t.Fatalf("aborted %s, want a", j.TaskName)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the prepared job was not aborted")
-	}
 	e.launcher.wait()
+	if prepared, aborted := len(p.prepared), len(p.aborted); prepared != aborted || prepared > 1 {
+		t.Fatalf("%d jobs prepared, %d aborted: want the same, at most 1 (a)", prepared, aborted)
+	}
 	if n := p.started.Load(); n != 0 {
 		t.Fatalf("%d prepared jobs started though their dispatch is not durable", n)
+	}
+}
+
+// TestFailedFrameWithUnpreparableTask: a task whose preparation fails (its
+// command is not found) dispatched in a frame whose fsync fails leaves the
+// engine fail-stop, not crashed, and leaves no scratch folder.
+func TestFailedFrameWithUnpreparableTask(t *testing.T) {
+	dir := t.TempDir()
+	var failing atomic.Bool
+	e := openWithFault(t, dir, executors.NewProcess(executors.ProcessConfig{}), func(op wal.Op, _ uint64) error {
+		if op == wal.OpSync && failing.Load() {
+			return fmt.Errorf("injected: %w", syscall.EIO)
+		}
+		return nil
+	})
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "bad", Tasks: []*workflow.Task{
+		{Name: "a", Executor: "process", Command: []string{"orkwal-test-no-such-command"}}}})
+	failing.Store(true)
+	if _, err := e.Trigger("bad", nil, "test"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("trigger in a failing frame: %v, want ErrUnavailable", err)
+	}
+	e.launcher.wait()
+	if e.Err() == nil {
+		t.Fatal("engine not fail-stop after a failed fsync")
+	}
+	if des, _ := os.ReadDir(filepath.Join(dir, "work")); len(des) != 0 {
+		t.Fatalf("work/ holds %d folders after a failed dispatch", len(des))
+	}
+}
+
+// abortWatch is a Preparer whose Abort notes whether the caller of the
+// failed command already had its answer.
+type abortWatch struct {
+	*preparing
+	answered chan struct{} // closed by the test once Trigger returned
+	late     atomic.Bool   // Abort ran after that
+}
+
+func (a *abortWatch) Prepare(job executors.Job) (executors.Prepared, error) {
+	j, err := a.preparing.Prepare(job)
+	return &watchedJob{j.(*preparedJob), a}, err
+}
+
+type watchedJob struct {
+	*preparedJob
+	a *abortWatch
+}
+
+// Abort waits a moment for the answer, which must not come before it.
+func (j *watchedJob) Abort() {
+	select {
+	case <-j.a.answered:
+		j.a.late.Store(true)
+	case <-time.After(200 * time.Millisecond):
+	}
+	j.preparedJob.Abort()
+}
+
+// TestFailedFrameAbortsBeforeTheTurnEnds: the starts of a frame that failed
+// have removed what they prepared before the turn ends (here: before the
+// command that failed is answered), so that a later turn that dispatches
+// the same attempt again never has its files removed by them.
+func TestFailedFrameAbortsBeforeTheTurnEnds(t *testing.T) {
+	dir := t.TempDir()
+	a := &abortWatch{preparing: newPreparing(t, dir), answered: make(chan struct{})}
+	var failing atomic.Bool
+	e := openWithFault(t, dir, a, func(op wal.Op, _ uint64) error {
+		if op != wal.OpSync || !failing.Load() {
+			return nil
+		}
+		select { // fail the fsync once the job is prepared
+		case <-a.prepared:
+		case <-time.After(10 * time.Second):
+		}
+		return fmt.Errorf("injected: %w", syscall.EIO)
+	})
+	defer e.Close()
+	put(t, e, diamond("process"))
+	failing.Store(true)
+	_, err := e.Trigger("diamond", nil, "test")
+	close(a.answered)
+	if err == nil {
+		t.Fatal("trigger acknowledged though its frame failed")
+	}
+	select {
+	case <-a.aborted:
+	default:
+		t.Fatal("the failed frame's prepared job was not aborted before the turn ended")
+	}
+	if a.late.Load() {
+		t.Fatal("the prepared job was aborted after the turn that failed had ended")
+	}
+}
+
+// TestBootRemovesScratchOfInterruptedAttempts: an attempt a crash
+// interrupted loses its scratch folder at boot, once its interruption is
+// durable.
+func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 8)
+	put(t, e, diamond("process"))
+	trigger(t, e, "diamond")
+	a := m.next()
+	if err := os.MkdirAll(a.ScratchDir, 0o755); err != nil { // what a process executor makes
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.ScratchDir, "input.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crash(e)
+	m2 := newManual(t, dir)
+	e2 := openEngine(t, dir, m2, 8)
+	defer e2.Close()
+	if a2 := m2.next(); a2.Attempt != 2 || a2.ScratchDir == a.ScratchDir {
+		t.Fatalf("after the crash: attempt %d in %s", a2.Attempt, a2.ScratchDir)
+	}
+	if _, err := os.Stat(a.ScratchDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("scratch of the interrupted attempt after boot: %v, want it removed", err)
 	}
 }

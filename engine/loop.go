@@ -446,6 +446,7 @@ func (e *Engine) launchAfter(starts []*start) *commit {
 		return nil
 	}
 	c := &commit{done: make(chan struct{})}
+	c.waiting.Add(len(starts))
 	jobs := make([]func(), 0, len(starts))
 	for _, s := range starts {
 		jobs = append(jobs, func() { e.launch(s, c) })
@@ -485,13 +486,15 @@ func (e *Engine) effects(out *turnOutput) {
 func (e *Engine) launch(s *start, c *commit) {
 	var prep executors.Prepared
 	var prepErr error
-	if p, ok := s.ex.(executors.Preparer); ok && s.err == nil {
-		prep, prepErr = p.Prepare(s.job)
+	if p, ok := s.ex.(executors.Preparer); ok && s.err == nil && !c.failed() {
+		prep, prepErr = p.Prepare(s.job) // nil, or ready to Start or Abort
 	}
-	if !c.wait() {
-		if prep != nil {
-			prep.Abort()
-		}
+	durable := c.wait()
+	if !durable && prep != nil {
+		prep.Abort()
+	}
+	c.waiting.Done()
+	if !durable {
 		return
 	}
 	switch {

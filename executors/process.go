@@ -89,7 +89,13 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 // Prepare finds the command, creates the attempt's scratch folder and
 // input file and opens its log (see Preparer): everything Start does but
 // the spawn.
-func (p *Process) Prepare(job Job) (Prepared, error) { return p.prepare(job) }
+func (p *Process) Prepare(job Job) (Prepared, error) {
+	pp, err := p.prepare(job)
+	if err != nil {
+		return nil, err // not a nil *preparedProcess in a non-nil interface
+	}
+	return pp, nil
+}
 
 // preparedProcess is a job of Process ready to be spawned.
 type preparedProcess struct {
@@ -114,6 +120,7 @@ func (p *Process) prepare(job Job) (*preparedProcess, error) {
 	}
 	out, err := openOutput(job)
 	if err != nil {
+		_ = RemoveScratch(job.ScratchDir) // what was prepared is not left behind
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
 	return &preparedProcess{p: p, job: job, path: path, files: files, out: out}, nil

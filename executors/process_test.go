@@ -756,3 +756,26 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 		t.Fatalf("log with output after Abort: %q, %v", got, err)
 	}
 }
+
+// TestPrepareFailureLeavesNothing: a Prepare that fails returns a nil
+// Prepared (not a nil pointer in an interface) and removes the scratch
+// folder it had made.
+func TestPrepareFailureLeavesNothing(t *testing.T) {
+	p := newTestProcess(ProcessConfig{})
+	job := newTestJob(t, "orkwal-test-no-such-command")
+	if pp, err := p.Prepare(job); err == nil || pp != nil {
+		t.Fatalf("Prepare of a missing command: %#v, %v; want nil and an error", pp, err)
+	}
+	// The log's folder cannot be made (a file is in the way): the input
+	// file is written by then.
+	job = newTestJob(t, "true")
+	if err := os.WriteFile(filepath.Dir(job.LogPath), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pp, err := p.Prepare(job); err == nil || pp != nil {
+		t.Fatalf("Prepare with an unusable log path: %#v, %v; want nil and an error", pp, err)
+	}
+	if _, err := os.Stat(job.ScratchDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("scratch after a failed Prepare: %v, want it removed", err)
+	}
+}

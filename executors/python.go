@@ -129,14 +129,18 @@ func (p *Python) Start(job Job, report func(Event)) (Handle, error) {
 // (see Preparer and Process.Prepare).
 func (p *Python) Prepare(job Job) (Prepared, error) {
 	errFile, err := p.prepare(&job)
-	if err != nil {
-		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
+	if err == nil {
+		var pp *preparedProcess
+		if pp, err = p.proc.prepare(job); err == nil {
+			return &preparedPython{pp, errFile}, nil
+		}
+	} else {
+		err = fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	pp, err := p.proc.prepare(job)
-	if err != nil {
-		return nil, err
+	if job.ScratchDir != "" {
+		_ = RemoveScratch(job.ScratchDir) // what was prepared is not left behind
 	}
-	return &preparedPython{pp, errFile}, nil
+	return nil, err
 }
 
 // preparedPython is a job of Python ready to be spawned.
