@@ -15,6 +15,16 @@ import (
 	"github.com/orkwal/orkwal/wal"
 )
 
+// failFsyncs fails every fsync with EIO while failing is set.
+func failFsyncs(failing *atomic.Bool) wal.Fault {
+	return func(op wal.Op, _ uint64) error {
+		if op == wal.OpSync && failing.Load() {
+			return fmt.Errorf("injected: %w", syscall.EIO)
+		}
+		return nil
+	}
+}
+
 // preparing is a manual executor that is also a Preparer: it records when
 // each job was prepared, started or aborted.
 type preparing struct {
@@ -88,12 +98,7 @@ func TestPreparedJobAbortedWhenDispatchFails(t *testing.T) {
 	dir := t.TempDir()
 	p := newPreparing(t, dir)
 	var failing atomic.Bool
-	e := openWithFault(t, dir, p, func(op wal.Op, _ uint64) error {
-		if op == wal.OpSync && failing.Load() {
-			return fmt.Errorf("injected: %w", syscall.EIO)
-		}
-		return nil
-	})
+	e := openWithFault(t, dir, p, failFsyncs(&failing))
 	defer e.Close()
 	put(t, e, diamond("process"))
 	failing.Store(true)
@@ -115,12 +120,7 @@ func TestPreparedJobAbortedWhenDispatchFails(t *testing.T) {
 func TestFailedFrameWithUnpreparableTask(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
-	e := openWithFault(t, dir, executors.NewProcess(executors.ProcessConfig{}), func(op wal.Op, _ uint64) error {
-		if op == wal.OpSync && failing.Load() {
-			return fmt.Errorf("injected: %w", syscall.EIO)
-		}
-		return nil
-	})
+	e := openWithFault(t, dir, executors.NewProcess(executors.ProcessConfig{}), failFsyncs(&failing))
 	defer e.Close()
 	put(t, e, &workflow.Spec{Name: "bad", Tasks: []*workflow.Task{
 		{Name: "a", Executor: "process", Command: []string{"orkwal-test-no-such-command"}}}})

@@ -479,42 +479,33 @@ func (e *Engine) effects(out *turnOutput) {
 }
 
 // launch starts an attempt's executor once its dispatch is durable (c); it
-// runs on the launcher. An executor that is a Preparer prepares the
-// attempt's files before, while the dispatch is being made durable, and
-// removes them if it never is. A stop the loop asked for meanwhile (cancel,
-// timeout, shutdown) is delivered once the handle exists (see execHandle).
+// runs on the launcher. The attempt is prepared before (its files, for an
+// executor that is a Preparer), while the dispatch is being made durable,
+// and what was prepared is removed if it never is. A stop the loop asked
+// for meanwhile (cancel, timeout, shutdown) is delivered once the handle
+// exists (see execHandle).
 func (e *Engine) launch(s *start, c *commit) {
-	var prep executors.Prepared
-	var prepErr error
-	if p, ok := s.ex.(executors.Preparer); ok && s.err == nil && !c.failed() {
-		prep, prepErr = p.Prepare(s.job) // nil, or ready to Start or Abort
+	var prep executors.Prepared // nil, or ready to Start or Abort
+	err := s.err
+	if err == nil && s.ex == nil {
+		err = errors.New("no executor for this task's kind")
+	}
+	if err == nil && !c.failed() {
+		prep, err = executors.Prepare(s.ex, s.job)
 	}
 	durable := c.wait()
 	if !durable && prep != nil {
 		prep.Abort()
 	}
 	c.waiting.Done()
-	if !durable {
-		return
-	}
 	switch {
-	case s.err != nil:
-		e.reportStartFailure(s.job, s.err)
+	case !durable:
 		return
-	case s.ex == nil:
-		e.reportStartFailure(s.job, errors.New("no executor for this task's kind"))
-		return
-	case prepErr != nil:
-		e.reportStartFailure(s.job, prepErr)
+	case err != nil:
+		e.reportStartFailure(s.job, err)
 		return
 	}
-	var h executors.Handle
-	var err error
-	if prep != nil {
-		h, err = prep.Start(e.report)
-	} else {
-		h, err = s.ex.Start(s.job, e.report)
-	}
+	h, err := prep.Start(e.report)
 	if err != nil {
 		e.reportStartFailure(s.job, err)
 		return

@@ -123,6 +123,25 @@ type Preparer interface {
 	Prepare(job Job) (Prepared, error)
 }
 
+// Prepare prepares job on ex: with ex's own Prepare when ex is a Preparer;
+// otherwise nothing is done before Start, which is ex.Start, and Abort
+// does nothing.
+func Prepare(ex Executor, job Job) (Prepared, error) {
+	if p, ok := ex.(Preparer); ok {
+		return p.Prepare(job)
+	}
+	return startLater{ex, job}, nil
+}
+
+// startLater is the Prepared of an executor that prepares nothing.
+type startLater struct {
+	ex  Executor
+	job Job
+}
+
+func (s startLater) Start(report func(Event)) (Handle, error) { return s.ex.Start(s.job, report) }
+func (startLater) Abort()                                     {}
+
 // Prepared is a job whose files are ready and whose work has not started.
 // Exactly one of Start and Abort is called, once.
 type Prepared interface {

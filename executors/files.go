@@ -105,8 +105,12 @@ func procStat(pid int) ([]byte, error) {
 
 // RemoveScratch removes an attempt's scratch folder: the contract's files,
 // then the folder, which is then usually empty; a folder the task left
-// other files in is removed whole. A folder already gone is no error.
+// other files in is removed whole. A folder already gone, or none (""), is
+// no error.
 func RemoveScratch(dir string) error {
+	if dir == "" {
+		return nil
+	}
 	for _, name := range []string{inputFileName, outputFileName} {
 		if err := unix.Unlink(filepath.Join(dir, name)); err != nil && err != unix.ENOENT {
 			return os.RemoveAll(dir)

@@ -129,18 +129,17 @@ func (p *Python) Start(job Job, report func(Event)) (Handle, error) {
 // (see Preparer and Process.Prepare).
 func (p *Python) Prepare(job Job) (Prepared, error) {
 	errFile, err := p.prepare(&job)
-	if err == nil {
-		var pp *preparedProcess
-		if pp, err = p.proc.prepare(job); err == nil {
-			return &preparedPython{pp, errFile}, nil
-		}
-	} else {
+	var pp *preparedProcess
+	if err != nil {
 		err = fmt.Errorf("start task %s: %w", job.TaskID, err)
+	} else {
+		pp, err = p.proc.prepare(job)
 	}
-	if job.ScratchDir != "" {
+	if err != nil {
 		_ = RemoveScratch(job.ScratchDir) // what was prepared is not left behind
+		return nil, err
 	}
-	return nil, err
+	return &preparedPython{pp, errFile}, nil
 }
 
 // preparedPython is a job of Python ready to be spawned.

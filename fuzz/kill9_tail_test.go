@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +47,7 @@ type walTail struct {
 	trail  map[string][]string    // run id → "index:kind" of every record naming it
 	fires  map[string][]cronFire  // by workflow, in log order
 	err    error                  // a definite failure (a record that does not fold)
-	gapFor time.Time              // since when the log has started after next (no .START file)
+	gapFor time.Time              // since when the log has started after next
 
 	// archive holds a copy of every frame folded, in order, as one
 	// segment file from index 1: a data folder of the whole history, which
@@ -106,13 +105,9 @@ func (w *walTail) step() (bool, error) {
 		return false, nil // not created yet
 	}
 	var segs []segFile
-	starting := false
 	for _, de := range des {
 		if first, ok := segIndex(de.Name()); ok {
 			segs = append(segs, segFile{name: de.Name(), first: first})
-		}
-		if strings.HasSuffix(de.Name(), ".START") || strings.HasSuffix(de.Name(), ".TEMP") {
-			starting = true // a front truncation in progress (or left by a kill)
 		}
 	}
 	if len(segs) == 0 {
@@ -120,7 +115,7 @@ func (w *walTail) step() (bool, error) {
 	}
 	// os.ReadDir sorts by name, and names are zero-padded indexes.
 	if w.seg != "" && !hasSeg(segs, w.seg) {
-		w.seg = "" // truncation removed or renamed it: look it up again
+		w.seg = "" // a truncation removed it: look it up again
 	}
 	if w.seg == "" {
 		at := -1
@@ -130,9 +125,6 @@ func (w *walTail) step() (bool, error) {
 			}
 		}
 		if at < 0 {
-			if starting {
-				return false, nil
-			}
 			if w.gapFor.IsZero() {
 				w.gapFor = time.Now()
 			} else if time.Since(w.gapFor) > 5*time.Second {

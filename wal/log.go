@@ -132,11 +132,11 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := resolveLegacy(dir, opts.Logger); err != nil {
 		return nil, err
 	}
-	cut, err := repairTail(dir, opts.Logger)
+	cut, end, err := repairTail(dir, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
-	segs, err := openSegments(dir, opts.SegmentSize, opts.Fault)
+	segs, err := openSegments(dir, opts.SegmentSize, opts.Fault, end)
 	if err != nil {
 		return nil, err
 	}

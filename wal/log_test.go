@@ -253,9 +253,7 @@ func TestCorruptionIsLoud(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			l := openT(t, dir, tc.segSize)
-			for i := 0; i < 40; i++ {
-				l.Append([][]byte{rec(i)})
-			}
+			appendRecs(t, l, 0, 40)
 			l.Close()
 			first := filepath.Join(dir, "00000000000000000001")
 			data, _ := os.ReadFile(first)
@@ -285,9 +283,7 @@ func openAndReplay(dir string) error {
 func TestMissingSegmentIsLoud(t *testing.T) {
 	dir := t.TempDir()
 	l := openT(t, dir, 100)
-	for i := 0; i < 60; i++ {
-		l.Append([][]byte{rec(i)})
-	}
+	appendRecs(t, l, 0, 60)
 	l.Close()
 	segs, _ := listSegments(dir)
 	if len(segs) < 4 {
@@ -337,11 +333,7 @@ func TestFailStopNeverRetriesFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	for i := 1; i <= 2; i++ {
-		if _, err := l.Append([][]byte{rec(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRecs(t, l, 1, 3)
 	if _, err := l.Append([][]byte{rec(3)}); !errors.Is(err, ErrPoisoned) {
 		t.Fatalf("append with a failing fsync: %v, want ErrPoisoned", err)
 	}
@@ -442,9 +434,7 @@ func TestTruncateFrontRemovesWholeSegments(t *testing.T) {
 	for _, seg := range []int{0, 200} { // 31 in the only segment, and past several
 		dir := t.TempDir()
 		l := openT(t, dir, seg)
-		for i := 0; i < 50; i++ {
-			l.Append([][]byte{rec(i)})
-		}
+		appendRecs(t, l, 0, 50)
 		before, _ := listSegments(dir)
 		if err := l.TruncateFront(31); err != nil {
 			t.Fatal(err)
@@ -460,11 +450,7 @@ func TestTruncateFrontRemovesWholeSegments(t *testing.T) {
 		if seg > 0 && (first == 1 || len(after) == len(before)) {
 			t.Fatalf("segment size %d: nothing removed (%d segments, first %d)", seg, len(after), first)
 		}
-		for i := 50; i < 120; i++ {
-			if _, err := l.Append([][]byte{rec(i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		appendRecs(t, l, 50, 120)
 		l.Close()
 		var got []string
 		if err := ReplayDir(dir, 31, func(_ uint64, rs [][]byte) error {
@@ -494,9 +480,7 @@ func TestTruncateFrontRemovesWholeSegments(t *testing.T) {
 func TestLegacyInterruptedTruncationRecovers(t *testing.T) {
 	dir := t.TempDir()
 	l := openT(t, dir, 0)
-	for i := 0; i < 20; i++ {
-		l.Append([][]byte{rec(i)})
-	}
+	appendRecs(t, l, 0, 20)
 	l.Close()
 	seg := filepath.Join(dir, "00000000000000000001")
 	data, _ := os.ReadFile(seg)
@@ -559,11 +543,7 @@ func TestLockWaitsForAHolderWhoseRecordedPidIsDead(t *testing.T) {
 func TestCloseWaitsForATruncation(t *testing.T) {
 	dir := t.TempDir()
 	l := openT(t, dir, 64)
-	for i := 0; i < 200; i++ {
-		if _, err := l.Append([][]byte{rec(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRecs(t, l, 0, 200)
 	var mu sync.Mutex
 	var events []string
 	note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
@@ -658,11 +638,7 @@ func TestAppendAllocatesNothing(t *testing.T) {
 func TestTruncateFrontRemovesOldestFirst(t *testing.T) {
 	dir := t.TempDir()
 	l := openT(t, dir, 64)
-	for i := 0; i < 60; i++ {
-		if _, err := l.Append([][]byte{rec(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRecs(t, l, 0, 60)
 	var removed []string
 	l.removing = func(path string) { removed = append(removed, filepath.Base(path)) }
 	if err := l.TruncateFront(40); err != nil {
@@ -687,5 +663,15 @@ func TestTruncateFrontRemovesOldestFirst(t *testing.T) {
 	n := 0
 	if err := l.Replay(segs[1].first, func(uint64, [][]byte) error { n++; return nil }); err != nil || n != int(61-segs[1].first) {
 		t.Fatalf("replay after a partial truncation: %d frames, %v", n, err)
+	}
+}
+
+// appendRecs appends rec(i) for i in [from, to), one frame each.
+func appendRecs(t *testing.T, l *Log, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if _, err := l.Append([][]byte{rec(i)}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
 	}
 }

@@ -16,46 +16,58 @@ import (
 // maxLookahead bounds how many later indexes the torn-tail check looks for.
 const maxLookahead = 1 << 20
 
+// tailEnd is where the last segment of a folder ends once repairTail is
+// done: the index of its last entry (its first index - 1 when it is empty)
+// and its size in bytes.
+type tailEnd struct {
+	last  uint64
+	bytes int
+}
+
 // repairTail applies recovery step 1 (see the package doc) to the last
 // segment of dir. It returns the number of bytes cut (0 when the tail was
-// whole).
-func repairTail(dir string, logger *slog.Logger) (int64, error) {
+// whole) and where the tail now ends (the zero tailEnd when dir holds no
+// segment), so that Open reads the tail once.
+func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
-		return 0, err
+		return 0, tailEnd{}, err
 	}
 	last := segs[len(segs)-1]
 	data, err := os.ReadFile(last.path)
 	if err != nil {
-		return 0, fmt.Errorf("wal: read %s: %w", last.path, err)
+		return 0, tailEnd{}, fmt.Errorf("wal: read %s: %w", last.path, err)
 	}
 	var good int64
+	end := tailEnd{last: last.first - 1}
 	scanErr := scanSegment(last.path, data, last.first, func(e entry) error {
 		good = e.offset + e.size
+		end.last = e.index
 		return nil
 	})
+	end.bytes = int(good)
 	var ce *CorruptError
 	if scanErr == nil {
-		return 0, nil
+		return 0, end, nil
 	}
 	if !errors.As(scanErr, &ce) {
-		return 0, scanErr
+		return 0, tailEnd{}, scanErr
 	}
 	if laterFrameExists(data[good:], ce.Index) {
 		ce.Reason += " (followed by valid frames: not a torn tail)"
-		return 0, ce
+		return 0, tailEnd{}, ce
 	}
 	if err := cutTail(last.path, data, good); err != nil {
-		return 0, err
+		return 0, tailEnd{}, err
 	}
 	pruneBroken(dir, logger)
 	if err := syncDir(dir); err != nil {
-		return 0, err
+		return 0, tailEnd{}, err
 	}
 	cut := int64(len(data)) - good
 	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good,
 		"index", ce.Index, "bytes", cut, "reason", ce.Reason)
-	return cut, nil
+	return cut, end, nil
 }
 
 // laterFrameExists reports whether any whole, checksum-valid frame with an
@@ -83,23 +95,6 @@ func plausibleFrameAt(b []byte, index uint64) bool {
 	}
 	_, _, err := decodeFrame(b[k : k+int(n)])
 	return err == nil
-}
-
-// removeStaleTemp removes the temporary files of an earlier version's front
-// truncation a crash interrupted: tidwall/wal wrote the kept part of a
-// segment to "<index>.START.TEMP" (fsync) and renamed it to "<index>.START".
-// A .TEMP is meaningless before its rename and would stay for ever (up to a
-// segment each: found by the kill -9 torture, 16 MB of them after 300
-// kills, when tidwall/wal's Open was relied on to clean up).
-func removeStaleTemp(dir string, logger *slog.Logger) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.TEMP"))
-	for _, p := range paths {
-		if err := os.Remove(p); err != nil {
-			logger.Warn("wal: could not remove a truncation's temporary file", "file", p, "err", err)
-			continue
-		}
-		logger.Info("wal: removed a temporary file of an interrupted truncation", "file", p)
-	}
 }
 
 // KeepBroken is how many .broken copies of cut torn tails a folder keeps:
