@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/orkwal/orkwal/replay/workflow"
 	"os"
 	"path/filepath"
 	"testing"
@@ -150,8 +151,9 @@ func TestCorruptNewestSnapshotFallsBack(t *testing.T) {
 }
 
 // retainedRuns opens an engine on dir that keeps 2 runs per workflow and
-// never compacts on its own, and runs n one-task runs of "w" to success,
-// calling each(id) after each; it returns their ids, oldest first.
+// never compacts on its own, and runs n one-task runs of "w" to success
+// (each writes a line: its log file and folder exist), calling each(id)
+// after each; it returns their ids, oldest first.
 func retainedRuns(t *testing.T, dir string, n int, each func(id string)) (*Engine, []string) {
 	t.Helper()
 	e, err := Open(Config{DataDir: dir, Logger: quiet, CompactBytes: -1, KeepRuns: 2, Retention: time.Hour})
@@ -159,7 +161,7 @@ func retainedRuns(t *testing.T, dir string, n int, each func(id string)) (*Engin
 		t.Fatal(err)
 	}
 	e.Start()
-	put(t, e, flat("w", 1))
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "a", Executor: "process", Command: []string{"echo", "a line"}}}})
 	var ids []string
 	for i := 0; i < n; i++ {
 		id := trigger(t, e, "w")

@@ -46,19 +46,19 @@ func (c Config) withDefaults() Config {
 	if c.MaxConcurrent <= 0 {
 		c.MaxConcurrent = 16
 	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	if c.Executors == nil {
 		c.Executors = map[string]executors.Executor{
-			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace}),
+			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
 			"noop":    executors.Noop{},
-			"python":  executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace}),
+			"python":  executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
 			"http":    executors.NewHTTP(executors.HTTPConfig{}),
 		}
 	}
 	if c.Clock == nil {
 		c.Clock = WallClock
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 10 * time.Second

@@ -20,7 +20,7 @@
 //     they have, so that a later dispatch of the same attempt cannot have
 //     its files removed under it); release the lock and
 //     perform the effects: answer callers, stop attempts, hand the removal
-//     of finished attempts' scratch folders to the launcher; the loop takes
+//     of finished attempts' scratch files to the launcher; the loop takes
 //     its next turn while processes are being spawned (see launcher).
 //
 // Invariants:

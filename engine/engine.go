@@ -27,7 +27,7 @@ type Engine struct {
 	state *replay.State
 
 	inbox    *inbox
-	launcher *launcher     // starts executors and removes scratch folders off the loop
+	launcher *launcher     // starts executors and removes scratch files off the loop
 	stop     chan struct{} // closed by Close: begin shutdown
 	done     chan struct{} // closed when the loop has returned
 	stopping bool          // loop-owned: shutdown begun, dispatch no more
@@ -89,7 +89,7 @@ type attempt struct {
 	number       int
 	spec         *workflow.Task
 	exec         execHandle // set by the launcher once the executor started it
-	scratch      string
+	scratch      string     // prefix of its scratch files (executors.Job.Scratch); "" for none
 	dispatchedAt int64
 	started      bool   // the executor reported Started
 	lastBeat     int64  // last Started or Heartbeat report
@@ -258,7 +258,7 @@ func (e *Engine) interruptInFlight() error {
 			os.Remove(LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt) + ".tail")
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
-			scratch = append(scratch, scratchDir(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
+			scratch = append(scratch, scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
 		}
 	}
 	if len(recs) == 0 {
@@ -267,12 +267,12 @@ func (e *Engine) interruptInFlight() error {
 	if err := e.commit(recs); err != nil {
 		return err
 	}
-	// The interrupted attempts are over: their scratch folders go, as a
+	// The interrupted attempts are over: their scratch files go, as a
 	// finished attempt's do (a crash during a dispatch's fsync can leave
-	// one for an attempt whose process never started).
-	for _, dir := range scratch {
-		if err := executors.RemoveScratch(dir); err != nil {
-			e.log.Warn("could not remove the scratch folder of an interrupted attempt", "folder", dir, "err", err)
+	// them for an attempt whose process never started).
+	for _, prefix := range scratch {
+		if err := executors.RemoveScratch(prefix); err != nil {
+			e.log.Warn("could not remove the scratch files of an interrupted attempt", "prefix", prefix, "err", err)
 		}
 	}
 	e.log.Info("re-running attempts interrupted by a crash", "tasks", len(recs))

@@ -18,10 +18,10 @@ func LogPath(dataDir, runID, task string, attempt int) string {
 	return filepath.Join(dataDir, "logs", runID, task, strconv.Itoa(attempt)+".log")
 }
 
-// scratchDir is an attempt's private folder for its contract files: one
-// level under the run's folder, so that starting a task creates one folder
-// there, not two.
-func scratchDir(dataDir, runID, task string, attempt int) string {
+// scratchPath is the path prefix of an attempt's contract files (see
+// executors.Job.Scratch): in the run's folder, so that starting a task
+// creates files there and no folder.
+func scratchPath(dataDir, runID, task string, attempt int) string {
 	return filepath.Join(dataDir, "work", runID, task+"."+strconv.Itoa(attempt))
 }
 
@@ -77,12 +77,12 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		Attempt: t.Attempt, ParallelIndex: t.Instance, ParallelCount: t.Count,
 		Command: spec.Command, Workdir: spec.Workdir,
 		LogPath:        LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
-		ScratchDir:     scratchDir(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
+		Scratch:        scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
 		MaxLogBytes:    max(e.cfg.MaxLogBytes, 0),
 	}
 	err := fillJob(&job, t)
-	scratch := job.ScratchDir
+	scratch := job.Scratch
 	if spec.Executor == "noop" {
 		scratch = "" // noop writes no files
 	}

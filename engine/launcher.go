@@ -19,7 +19,7 @@ const launchWorkers = 4
 // launcher runs the effects that need no answer from the loop, off the
 // loop: starting executors (preparing their files while their dispatch is
 // being made durable, spawning only once it is: see Engine.launch) and
-// removing the scratch folders of finished attempts. Jobs are taken in submission
+// removing the scratch files of finished attempts. Jobs are taken in submission
 // order, so starts begin in dispatch order, but up to launchWorkers run at
 // once and may complete in any order: the order that the log, the state
 // and the gate define is the dispatch order, and a start is not an event

@@ -116,7 +116,7 @@ func TestPreparedJobAbortedWhenDispatchFails(t *testing.T) {
 
 // TestFailedFrameWithUnpreparableTask: a task whose preparation fails (its
 // command is not found) dispatched in a frame whose fsync fails leaves the
-// engine fail-stop, not crashed, and leaves no scratch folder.
+// engine fail-stop, not crashed, and leaves no scratch file.
 func TestFailedFrameWithUnpreparableTask(t *testing.T) {
 	dir := t.TempDir()
 	var failing atomic.Bool
@@ -202,7 +202,7 @@ func TestFailedFrameAbortsBeforeTheTurnEnds(t *testing.T) {
 }
 
 // TestBootRemovesScratchOfInterruptedAttempts: an attempt a crash
-// interrupted loses its scratch folder at boot, once its interruption is
+// interrupted loses its scratch files at boot, once its interruption is
 // durable.
 func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
 	dir := t.TempDir()
@@ -211,20 +211,24 @@ func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
 	put(t, e, diamond("process"))
 	trigger(t, e, "diamond")
 	a := m.next()
-	if err := os.MkdirAll(a.ScratchDir, 0o755); err != nil { // what a process executor makes
+	if err := os.MkdirAll(filepath.Dir(a.Scratch), 0o755); err != nil { // what a process executor makes
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(a.ScratchDir, "input.json"), []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, suffix := range []string{".input.json", ".output.json"} {
+		if err := os.WriteFile(a.Scratch+suffix, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	crash(e)
 	m2 := newManual(t, dir)
 	e2 := openEngine(t, dir, m2, 8)
 	defer e2.Close()
-	if a2 := m2.next(); a2.Attempt != 2 || a2.ScratchDir == a.ScratchDir {
-		t.Fatalf("after the crash: attempt %d in %s", a2.Attempt, a2.ScratchDir)
+	if a2 := m2.next(); a2.Attempt != 2 || a2.Scratch == a.Scratch {
+		t.Fatalf("after the crash: attempt %d at %s", a2.Attempt, a2.Scratch)
 	}
-	if _, err := os.Stat(a.ScratchDir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("scratch of the interrupted attempt after boot: %v, want it removed", err)
+	for _, suffix := range []string{".input.json", ".output.json"} {
+		if _, err := os.Stat(a.Scratch + suffix); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("scratch file %s of the interrupted attempt after boot: %v, want it removed", suffix, err)
+		}
 	}
 }

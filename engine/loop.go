@@ -35,7 +35,7 @@ type turnOutput struct {
 	replies  []pendingReply
 	starts   []*start
 	stops    []*attempt // attempts to stop (deadline, cancel)
-	scratch  []string   // scratch folders of finished attempts, removed after commit
+	scratch  []string   // scratch files (prefixes) of finished attempts, removed after commit
 	progress bool       // something was dispatched or decided
 	wake     int64      // earliest not_before seen in the future
 }
@@ -456,7 +456,7 @@ func (e *Engine) launchAfter(starts []*start) *commit {
 }
 
 // effects runs what the durable records allow: replies and stops on the
-// loop, and the removal of finished attempts' scratch folders on the
+// loop, and the removal of finished attempts' scratch files on the
 // launcher (the starts are there already: see launchAfter).
 func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
@@ -470,9 +470,9 @@ func (e *Engine) effects(out *turnOutput) {
 		a.exec.Stop(e.cfg.KillGrace)
 	}
 	jobs := make([]func(), 0, len(out.scratch))
-	for _, dir := range out.scratch {
-		if dir != "" {
-			jobs = append(jobs, func() { executors.RemoveScratch(dir) })
+	for _, prefix := range out.scratch {
+		if prefix != "" {
+			jobs = append(jobs, func() { executors.RemoveScratch(prefix) })
 		}
 	}
 	e.launcher.submit(jobs...)

@@ -71,7 +71,8 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 			dir := t.TempDir()
 			e, ids := retainedRuns(t, dir, 5, func(id string) {
 				// scratch an interrupted attempt would leave behind
-				os.MkdirAll(filepath.Join(dir, "work", id, "a.1"), 0o755)
+				os.MkdirAll(filepath.Join(dir, "work", id), 0o755)
+				os.WriteFile(filepath.Join(dir, "work", id, "a.1.input.json"), []byte("{}"), 0o644)
 			})
 			stopLoop(e)
 			crashAt := errors.New("crash at " + step)

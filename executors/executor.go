@@ -47,9 +47,13 @@ type Job struct {
 	MaxLogBytes int64
 	// Input is the JSON document given to the task through ORKWAL_INPUT.
 	Input []byte
-	// ScratchDir is a folder private to this attempt (created by the
-	// executor) for the input and output files.
-	ScratchDir string
+	// Scratch is the path prefix of this attempt's contract files:
+	// Scratch+".input.json" (ORKWAL_INPUT), Scratch+".output.json"
+	// (ORKWAL_OUTPUT), and the python executor's own (see Python). The
+	// executor creates them, and their folder if it is missing; they sit
+	// side by side in one folder per run, so that starting a task creates
+	// no folder (see RemoveScratch).
+	Scratch string
 	// MaxOutputBytes caps what the task may write to ORKWAL_OUTPUT (and,
 	// for HTTP, the response body taken as output). 0 = no cap (HTTP then
 	// still reads at most 16 MiB of a body).
@@ -111,8 +115,8 @@ type Executor interface {
 }
 
 // Preparer is an Executor whose start begins with work that nothing
-// outside the daemon acts upon: creating the attempt's scratch folder,
-// its input file and its log file. The engine calls Prepare while the
+// outside the daemon acts upon: writing the attempt's input file, and
+// opening its log. The engine calls Prepare while the
 // job's dispatch record is being made durable, then, once it is, Start on
 // what Prepare returned; if the record never becomes durable (the log
 // failed), Abort. So the files of an attempt may exist before its
@@ -147,7 +151,7 @@ func (startLater) Abort()                                     {}
 type Prepared interface {
 	// Start launches the work, as Executor.Start does.
 	Start(report func(Event)) (Handle, error)
-	// Abort removes what Prepare made: the scratch folder, and the log
-	// file if nothing was written to it.
+	// Abort removes what Prepare made: the scratch files, and the log
+	// file if it was created and nothing was written to it.
 	Abort()
 }

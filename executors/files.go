@@ -1,7 +1,6 @@
 package executors
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,25 +102,24 @@ func procStat(pid int) ([]byte, error) {
 	return readSmall("/proc/"+strconv.Itoa(pid)+"/stat", make([]byte, 4096))
 }
 
-// RemoveScratch removes an attempt's scratch folder: the contract's files,
-// then the folder, which is then usually empty; a folder the task left
-// other files in is removed whole. A folder already gone, or none (""), is
-// no error.
-func RemoveScratch(dir string) error {
-	if dir == "" {
+// scratchSuffixes are the suffixes of every file an executor may make at
+// an attempt's Job.Scratch.
+var scratchSuffixes = [...]string{inputSuffix, outputSuffix, pythonSpecSuffix, errorSuffix}
+
+// RemoveScratch removes an attempt's scratch files (those of Job.Scratch
+// prefix), whichever exist. Files already gone, or no prefix (""), are no
+// error. The run's folder that holds them is left: the files of its other
+// attempts may be there, and it goes with the run's other folders (see
+// engine's sweep).
+func RemoveScratch(prefix string) error {
+	if prefix == "" {
 		return nil
 	}
-	for _, name := range []string{inputFileName, outputFileName} {
-		if err := unix.Unlink(filepath.Join(dir, name)); err != nil && err != unix.ENOENT {
-			return os.RemoveAll(dir)
+	var first error
+	for _, suffix := range scratchSuffixes {
+		if err := unix.Unlink(prefix + suffix); err != nil && err != unix.ENOENT && first == nil {
+			first = &os.PathError{Op: "unlink", Path: prefix + suffix, Err: err}
 		}
 	}
-	switch err := unix.Rmdir(dir); {
-	case err == nil || err == unix.ENOENT:
-		return nil
-	case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
-		return os.RemoveAll(dir)
-	default:
-		return &os.PathError{Op: "rmdir", Path: dir, Err: err}
-	}
+	return first
 }

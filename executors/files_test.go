@@ -32,25 +32,30 @@ func TestLookPathCacheFollowsRemoval(t *testing.T) {
 	}
 }
 
-// TestRemoveScratch: the usual folder (the contract's files), a folder the
-// task left more in, and one already gone.
+// TestRemoveScratch: every scratch file of the attempt goes, whichever
+// exist; another attempt's files and the folder stay; a prefix with no
+// files, or none, is no error.
 func TestRemoveScratch(t *testing.T) {
 	root := t.TempDir()
-	plain := filepath.Join(root, "t.1")
-	more := filepath.Join(root, "t.2")
-	for _, d := range []string{plain, more} {
-		os.MkdirAll(d, 0o755)
-		os.WriteFile(filepath.Join(d, inputFileName), []byte("{}"), 0o644)
-	}
-	os.WriteFile(filepath.Join(plain, outputFileName), []byte("{}"), 0o644)
-	os.MkdirAll(filepath.Join(more, "sub"), 0o755)
-	os.WriteFile(filepath.Join(more, "sub", "x"), []byte("x"), 0o644)
-	for _, d := range []string{plain, more, filepath.Join(root, "gone")} {
-		if err := RemoveScratch(d); err != nil {
-			t.Fatalf("remove %s: %v", d, err)
+	one, other := filepath.Join(root, "t.1"), filepath.Join(root, "t.2")
+	for _, suffix := range scratchSuffixes {
+		for _, prefix := range []string{one, other} {
+			if err := os.WriteFile(prefix+suffix, []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Fatalf("%s still there: %v", d, err)
+	}
+	for _, prefix := range []string{one, filepath.Join(root, "gone"), ""} {
+		if err := RemoveScratch(prefix); err != nil {
+			t.Fatalf("remove %q: %v", prefix, err)
+		}
+	}
+	for _, suffix := range scratchSuffixes {
+		if _, err := os.Stat(one + suffix); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", one+suffix, err)
+		}
+		if _, err := os.Stat(other + suffix); err != nil {
+			t.Errorf("the other attempt's %s: %v", other+suffix, err)
 		}
 	}
 }

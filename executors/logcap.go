@@ -52,17 +52,30 @@ func splitCap(maxBytes int64) (head, tail int64) {
 // output was dropped) and removes the sidecar: the log file is only ever
 // appended to, and complete when Finished is reported.
 //
-// Memory is bounded and does not depend on the cap: the struct; output is
-// moved through the reactor's one buffer (see reactor), or, without the
-// reactor and only while output is being moved, a pooled copy buffer (see
-// ReadFrom).
+// The log file (and its folder) is created on the first byte of output,
+// by a goroutine of its own (see create): an attempt that writes nothing
+// has no log file, and the reactor, which hands output to Write, never
+// waits on a file's creation unless a task writes more than maxEarly bytes
+// before its log exists. Why: creating a file and a folder were half the
+// work of starting a quiet task, and on ext4 each creation can take a few
+// hundred microseconds (the inode allocator skips recently freed inodes),
+// on the path from one task's end to the next one's start.
 //
-// A write error (disk full, sidecar not creatable) does not stop the task:
-// later output is counted but dropped, and finish notes the error in the
-// log if it can.
+// Memory is bounded and does not depend on the cap: the struct, and while
+// the log is being created the output received meanwhile (at most
+// maxEarly); output is moved through the reactor's one buffer (see
+// reactor), or, without the reactor and only while output is being moved,
+// a pooled copy buffer (see ReadFrom).
+//
+// A write error (disk full, log or sidecar not creatable) does not stop
+// the task: later output is counted but dropped, finish notes the error in
+// the log if it can, and returns it.
 type cappedLog struct {
 	mu        sync.Mutex // Write may be called from several goroutines
-	log       *os.File   // opened for appending
+	path      string
+	log       *os.File      // opened for appending; nil until created
+	creating  chan struct{} // made when create starts, closed when it is done
+	early     []byte        // output received while the log is being created
 	ringPath  string
 	ring      *os.File // created on the first byte past the head
 	headLeft  int64    // head bytes still to write to the log
@@ -74,18 +87,19 @@ type cappedLog struct {
 	done      bool  // finish was called
 }
 
-// openCappedLog opens path for appending (as openLog does) and returns a
-// cappedLog of maxBytes (> 0) over it.
-func openCappedLog(path string, maxBytes int64) (*cappedLog, error) {
+// maxEarly bounds the output a cappedLog keeps in memory while its log
+// file is being created; a Write beyond it waits for the file.
+const maxEarly = 16 << 10
+
+// newCappedLog returns a cappedLog of maxBytes (> 0) writing to path,
+// which it creates (and its folder) on the first byte of output, opened
+// for appending as openLog does.
+func newCappedLog(path string, maxBytes int64) (*cappedLog, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("log cap %d is not positive", maxBytes)
 	}
-	f, err := openLog(path)
-	if err != nil {
-		return nil, err
-	}
 	head, tail := splitCap(maxBytes)
-	return &cappedLog{log: f, ringPath: path + tailSuffix, headLeft: head, headSize: head, tailSize: tail}, nil
+	return &cappedLog{path: path, ringPath: path + tailSuffix, headLeft: head, headSize: head, tailSize: tail}, nil
 }
 
 // Write takes output of the task. It always reports len(p) written: a
@@ -96,14 +110,60 @@ func (c *cappedLog) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	n := len(p)
 	c.total += int64(n)
+	if c.log == nil && c.err == nil && !c.done && n > 0 {
+		if c.creating == nil {
+			c.creating = make(chan struct{})
+			go c.create()
+		}
+		if len(c.early)+n <= maxEarly {
+			c.early = append(c.early, p...)
+			return n, nil
+		}
+		creating := c.creating
+		c.mu.Unlock()
+		<-creating // create took c.early first: order is kept
+		c.mu.Lock()
+	}
 	if c.err != nil || c.done {
 		return n, nil
 	}
+	c.put(p)
+	return n, nil
+}
+
+// create creates the log file, then writes to it what Write kept meanwhile.
+func (c *cappedLog) create() {
+	f, err := openLog(c.path)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.err = err
+	} else {
+		c.log = f
+		c.put(c.early)
+	}
+	c.early = nil
+	close(c.creating)
+}
+
+// created waits until the creation of the log, if one started, is done.
+func (c *cappedLog) created() {
+	c.mu.Lock()
+	creating := c.creating
+	c.mu.Unlock()
+	if creating != nil {
+		<-creating
+	}
+}
+
+// put writes p, output already counted in total, to the head and the ring;
+// the log is open. Called with mu held.
+func (c *cappedLog) put(p []byte) {
 	if c.headLeft > 0 {
 		k := int(min(int64(len(p)), c.headLeft))
 		if _, err := c.log.Write(p[:k]); err != nil {
 			c.err = fmt.Errorf("write log: %w", err)
-			return n, nil
+			return
 		}
 		c.headLeft -= int64(k)
 		p = p[k:]
@@ -113,7 +173,6 @@ func (c *cappedLog) Write(p []byte) (int, error) {
 			c.err = err
 		}
 	}
-	return n, nil
 }
 
 // writeRing puts p at the ring's write position, wrapping around. Only the
@@ -218,17 +277,23 @@ func (c *cappedLog) readFromRaw(rc syscall.RawConn) (int64, error) {
 	}
 }
 
-// finish completes the log: the ring's content, in order, after the marker
-// when output was dropped; a note of a write error; then it removes the
-// sidecar and closes the files. It must be called once no more Write can
-// come (after cmd.Wait returned); later Writes are dropped.
+// finish completes the log, once its creation is done if one started:
+// the ring's content, in order, after the marker when output was dropped;
+// a note of a write error; then it removes the sidecar and closes the
+// files. It must be called once no more Write can come (after cmd.Wait
+// returned); later Writes are dropped. A task that wrote nothing has no
+// log file, and finish does nothing.
 func (c *cappedLog) finish() error {
+	c.created()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
 		return nil
 	}
 	c.done = true
+	if c.log == nil {
+		return c.err // nothing written, or the log could not be created
+	}
 	err := c.err
 	if c.ring != nil {
 		if err == nil {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,7 +141,7 @@ func TestCappedLogWriter(t *testing.T) {
 					t.Fatal(err)
 				}
 				out := pattern(uint64(tt.size), tt.size)
-				w, err := openCappedLog(path, tt.maxBytes)
+				w, err := newCappedLog(path, tt.maxBytes)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -150,6 +152,7 @@ func TestCappedLogWriter(t *testing.T) {
 					}
 					rest = rest[k:]
 				}
+				w.created()
 				_, sidecar := os.Stat(path + tailSuffix)
 				if wantSidecar := tt.size > tt.maxBytes/2; (sidecar == nil) != wantSidecar {
 					t.Errorf("sidecar exists = %v before finish, want %v", sidecar == nil, wantSidecar)
@@ -181,7 +184,7 @@ func TestCappedLogReadFrom(t *testing.T) {
 		t.Run(fmt.Sprintf("pipe %v", viaPipe), func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "task.log")
-			w, err := openCappedLog(path, maxBytes)
+			w, err := newCappedLog(path, maxBytes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +227,7 @@ func TestCappedLogWriteError(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "task.log")
-	w, err := openCappedLog(path, 10)
+	w, err := newCappedLog(path, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +246,68 @@ func TestCappedLogWriteError(t *testing.T) {
 	got := readFileString(t, path)
 	if !strings.HasPrefix(got, "01234\n[orkwal: log incomplete: create log tail: ") {
 		t.Errorf("log = %q, want the head then a note of the error", got)
+	}
+}
+
+// TestCappedLogCreatedOnFirstOutput: no output, no log file nor folder;
+// the first byte creates both, and output given while the file is being
+// created (below and beyond maxEarly) reaches it in order.
+func TestCappedLogCreatedOnFirstOutput(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "logs", "run", "task")
+	quiet, err := newCappedLog(filepath.Join(dir, "1.log"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.finish(); err != nil {
+		t.Fatalf("finish of a quiet log: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a log with no output made its folder: %v", err)
+	}
+	for _, sizes := range [][]int{{5}, {1, maxEarly, 3}, {maxEarly + 1}, {maxEarly - 1, 2, 1}} {
+		path := filepath.Join(dir, fmt.Sprintf("%v.log", sizes))
+		w, err := newCappedLog(path, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for i, n := range sizes {
+			p := pattern(uint64(i), int64(n))
+			want = append(want, p...)
+			if k, err := w.Write(p); k != n || err != nil {
+				t.Fatalf("Write = %d, %v; want %d, nil", k, err, n)
+			}
+		}
+		if err := w.finish(); err != nil {
+			t.Fatalf("finish: %v", err)
+		}
+		if got := readFileString(t, path); got != string(want) {
+			t.Errorf("writes of %v: log holds %d bytes, want the %d written, in order", sizes, len(got), len(want))
+		}
+	}
+}
+
+// TestCappedLogCreateError: a log whose file cannot be created drops the
+// output without failing the writer, and finish says why.
+func TestCappedLogCreateError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	blocked := filepath.Join(dir, "logs") // a file where the log's folder would go
+	if err := os.WriteFile(blocked, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := newCappedLog(filepath.Join(blocked, "task", "1.log"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if n, err := w.Write([]byte("0123456789")); n != 10 || err != nil {
+			t.Fatalf("Write = %d, %v; want 10, nil", n, err)
+		}
+	}
+	if err := w.finish(); err == nil || !strings.Contains(err.Error(), "1.log: not a directory") {
+		t.Errorf("finish = %v, want the creation's error", err)
 	}
 }
 
@@ -300,6 +365,68 @@ func TestProcessLogCap(t *testing.T) {
 			checkCappedLog(t, job.LogPath, prefix, tt.out, maxBytes)
 		})
 	}
+}
+
+// TestProcessLogCreatedOnOutput: with a capped log, a task that writes
+// nothing leaves no log file and no log folder; one that writes has its
+// log complete at Finished; one whose log cannot be created still
+// succeeds, and the daemon's log says why its output is missing.
+func TestProcessLogCreatedOnOutput(t *testing.T) {
+	t.Parallel()
+	quiet := newTestJob(t, "true")
+	quiet.MaxLogBytes = 1 << 20
+	if fin := runJob(t, quiet); !fin.OK {
+		t.Fatalf("quiet task: %+v", fin)
+	}
+	if _, err := os.Stat(filepath.Dir(quiet.LogPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a task with no output made a log folder: %v", err)
+	}
+
+	chatty := newTestJob(t, "sh", "-c", "echo out; echo err >&2")
+	chatty.MaxLogBytes = 1 << 20
+	if fin := runJob(t, chatty); !fin.OK {
+		t.Fatalf("chatty task: %+v", fin)
+	}
+	if got := readLog(t, chatty); got != "out\nerr\n" {
+		t.Errorf("log = %q, want the task's output", got)
+	}
+
+	blocked := newTestJob(t, "echo", "lost")
+	blocked.MaxLogBytes = 1 << 20
+	if err := os.WriteFile(filepath.Dir(blocked.LogPath), nil, 0o644); err != nil { // a file where the folder goes
+		t.Fatal(err)
+	}
+	var warnings syncBuffer
+	p := newTestProcess(ProcessConfig{Logger: slog.New(slog.NewTextHandler(&warnings, nil))})
+	events := make(chan Event, 4)
+	if _, err := p.Start(blocked, func(ev Event) { events <- ev }); err != nil {
+		t.Fatal(err)
+	}
+	expectStarted(t, blocked, events)
+	if fin := expectFinished(t, blocked, events); !fin.OK {
+		t.Fatalf("a task whose log could not be created: %+v, want it to succeed", fin)
+	}
+	if w := warnings.String(); !strings.Contains(w, "task log incomplete") || !strings.Contains(w, "not a directory") {
+		t.Errorf("daemon log = %q, want a warning naming the reason", w)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the goroutines of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestProcessLogCapExitCodeAndStop: the capped path changes neither the exit
@@ -436,7 +563,7 @@ func benchmarkLog(b *testing.B, maxBytes int64) {
 			TaskID: "t", Attempt: 1, ParallelCount: 1,
 			Command:     []string{"head", "-c", strconv.Itoa(size), "/dev/zero"},
 			LogPath:     filepath.Join(dir, fmt.Sprintf("t%d.log", i)),
-			ScratchDir:  filepath.Join(dir, "scratch"),
+			Scratch:     filepath.Join(dir, "scratch"),
 			MaxLogBytes: maxBytes,
 		}
 		done := make(chan Event, 2)
@@ -484,7 +611,7 @@ func BenchmarkLogCapIdleMemory(b *testing.B) {
 						TaskID: strconv.Itoa(i), Attempt: 1, ParallelCount: 1,
 						Command:     []string{"sh", "-c", "seq 1 20000; echo ready; exec sleep 60"},
 						LogPath:     filepath.Join(dir, fmt.Sprintf("t%d.log", i)),
-						ScratchDir:  filepath.Join(dir, "scratch", strconv.Itoa(i)),
+						Scratch:     filepath.Join(dir, "scratch", strconv.Itoa(i)),
 						MaxLogBytes: maxBytes,
 					}
 					h, err := p.Start(job, func(ev Event) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,12 +15,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// Names of the per-attempt files in Job.ScratchDir.
+// Suffixes of the per-attempt files, after Job.Scratch.
 const (
-	inputFileName  = "input.json"
-	outputFileName = "output.json"
+	inputSuffix  = ".input.json"
+	outputSuffix = ".output.json"
 )
 
 // DefaultKillGrace is the grace between SIGTERM and SIGKILL used by Stop when
@@ -31,12 +34,15 @@ type ProcessConfig struct {
 	// KillGrace is used by Handle.Stop when called with grace <= 0.
 	// Zero means DefaultKillGrace.
 	KillGrace time.Duration
+	// Logger gets a warning when a task's log could not be completed
+	// (its creation or a write failed). nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Process runs each Job as an operating-system process in its own process
 // group (pgid == pid), with the task contract of DESIGN.md ("The task
 // contract"): ORKWAL_*/ORK_* environment, ORKWAL_INPUT and ORKWAL_OUTPUT files
-// in Job.ScratchDir, stdout and stderr appended to Job.LogPath (capped by
+// at Job.Scratch, stdout and stderr appended to Job.LogPath (capped by
 // Job.MaxLogBytes, see cappedLog).
 //
 // The child gets SIGKILL when the daemon dies (Pdeathsig). Linux delivers
@@ -56,6 +62,9 @@ type Process struct {
 func NewProcess(cfg ProcessConfig) *Process {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	return &Process{cfg: cfg}
 }
@@ -120,7 +129,7 @@ func (p *Process) prepare(job Job) (*preparedProcess, error) {
 	}
 	out, err := openOutput(job)
 	if err != nil {
-		_ = RemoveScratch(job.ScratchDir) // what was prepared is not left behind
+		_ = RemoveScratch(job.Scratch) // what was prepared is not left behind
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
 	return &preparedProcess{p: p, job: job, path: path, files: files, out: out}, nil
@@ -133,7 +142,7 @@ func (pp *preparedProcess) Abort() {
 	if fi, err := os.Stat(pp.job.LogPath); err == nil && fi.Size() == 0 {
 		_ = os.Remove(pp.job.LogPath)
 	}
-	_ = RemoveScratch(pp.job.ScratchDir)
+	_ = RemoveScratch(pp.job.Scratch)
 }
 
 // Start spawns the prepared job: see Process.Start.
@@ -157,7 +166,8 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		PID:       c.pid,
 		StartTime: startTime,
 	}
-	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes}
+	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes,
+		logPath: job.LogPath, logger: p.cfg.Logger}
 	if p.watch(c, h, out, fin, started, report) {
 		return h, nil
 	}
@@ -215,44 +225,48 @@ func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, started E
 	c.awaitExit()
 	h.markExited()
 	status, waitErr := c.reap()
-	// A log that could not be completed does not change the outcome of the
-	// task; finish notes a write error in the log if it can.
-	_ = out.finish()
+	fin.logIncomplete(out.finish())
 	report(finishEvent(fin, status, waitErr))
 }
 
-// prepareScratch creates job.ScratchDir, writes the input file and removes
-// any stale output file (only a folder that already existed can hold one).
+// prepareScratch writes the input file, creating the run's scratch folder
+// if it is missing, and removes any stale output file (left by a start of
+// the same attempt whose dispatch was lost: see docs/format.md, "Crash
+// safety").
 func prepareScratch(job Job) (attemptFiles, error) {
-	if job.ScratchDir == "" {
-		return attemptFiles{}, errors.New("no scratch dir")
+	if job.Scratch == "" {
+		return attemptFiles{}, errors.New("no scratch path")
 	}
-	dir, err := filepath.Abs(job.ScratchDir)
+	prefix, err := filepath.Abs(job.Scratch)
 	if err != nil {
-		return attemptFiles{}, fmt.Errorf("scratch dir: %w", err)
+		return attemptFiles{}, fmt.Errorf("scratch path: %w", err)
 	}
-	fresh, err := makeDir(dir)
-	if err != nil {
-		return attemptFiles{}, fmt.Errorf("create scratch dir: %w", err)
-	}
-	files := attemptFiles{
-		input:  filepath.Join(dir, inputFileName),
-		output: filepath.Join(dir, outputFileName),
-	}
+	files := attemptFiles{input: prefix + inputSuffix, output: prefix + outputSuffix}
 	input := job.Input
 	if len(input) == 0 {
 		input = []byte("{}")
 	}
-	if err := writeNew(files.input, input); err != nil {
+	if err := writeScratch(files.input, input); err != nil {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
-	if fresh {
-		return files, nil
-	}
-	if err := os.Remove(files.output); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
+	if err := unix.Unlink(files.output); err != nil && err != unix.ENOENT {
+		_ = unix.Unlink(files.input)
+		return attemptFiles{}, fmt.Errorf("remove stale output: %w", &os.PathError{Op: "unlink", Path: files.output, Err: err})
 	}
 	return files, nil
+}
+
+// writeScratch writes a scratch file, creating its folder (the run's) when
+// it is missing: the first start of a run creates it, the others find it.
+func writeScratch(path string, data []byte) error {
+	err := writeNew(path, data)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err = makeDir(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("create scratch folder: %w", err)
+		}
+		err = writeNew(path, data)
+	}
+	return err
 }
 
 // makeDir creates folder dir and its missing parents, and tells whether
@@ -277,17 +291,20 @@ func makeDir(dir string) (created bool, err error) {
 	return false, err
 }
 
-// openLog opens path for appending, creating it and its parent folder. An
-// empty path returns a nil file: the child's stdout and stderr then go to
-// the null device.
+// openLog opens path for appending, creating it and its parent folder if
+// they are missing. An empty path returns a nil file: the child's stdout
+// and stderr then go to the null device.
 func openLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	if _, err := makeDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := makeDir(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("create log dir: %w", err)
+		}
+		f, err = os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}

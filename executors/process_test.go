@@ -36,7 +36,7 @@ func newTestJob(t *testing.T, argv ...string) Job {
 		ParallelCount: 1,
 		Command:       argv,
 		LogPath:       filepath.Join(dir, "logs", "task.log"),
-		ScratchDir:    filepath.Join(dir, "scratch"),
+		Scratch:       filepath.Join(dir, "scratch"),
 	}
 }
 
@@ -197,8 +197,8 @@ func TestProcessContractEnv(t *testing.T) {
 			got[k] = v
 		}
 	}
-	input := filepath.Join(job.ScratchDir, "input.json")
-	output := filepath.Join(job.ScratchDir, "output.json")
+	input := job.Scratch + ".input.json"
+	output := job.Scratch + ".output.json"
 	want := map[string]string{"ORKWAL_TEST_DAEMON_VAR": "kept", "TASK_VAR": "task value"}
 	for _, prefix := range []string{"ORKWAL_", "ORK_"} {
 		want[prefix+"RUN_ID"] = "run-1"
@@ -319,10 +319,10 @@ func TestProcessInputOutput(t *testing.T) {
 			job.Input = []byte(tt.input)
 			job.MaxOutputBytes = tt.maxBytes
 			if tt.staleOut {
-				if err := os.MkdirAll(job.ScratchDir, 0o755); err != nil {
+				if err := os.MkdirAll(filepath.Dir(job.Scratch), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(job.ScratchDir, "output.json"), []byte("garbage"), 0o644); err != nil {
+				if err := os.WriteFile(job.Scratch+".output.json", []byte("garbage"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -458,9 +458,9 @@ func TestProcessFinishedExactlyOnce(t *testing.T) {
 			job := Job{
 				RunID: "r", TaskID: fmt.Sprintf("t%d", i), Attempt: 1,
 				ParallelIndex: i, ParallelCount: jobs,
-				Command:    []string{"sh", "-c", "exit $((ORKWAL_PARALLEL_INDEX % 3))"},
-				LogPath:    filepath.Join(dir, "logs", fmt.Sprintf("t%d.log", i)),
-				ScratchDir: filepath.Join(dir, "scratch", fmt.Sprintf("t%d", i)),
+				Command: []string{"sh", "-c", "exit $((ORKWAL_PARALLEL_INDEX % 3))"},
+				LogPath: filepath.Join(dir, "logs", fmt.Sprintf("t%d.log", i)),
+				Scratch: filepath.Join(dir, "scratch", fmt.Sprintf("t%d", i)),
 			}
 			if _, err := p.Start(job, report); err != nil {
 				t.Errorf("Start t%d: %v", i, err)
@@ -691,9 +691,10 @@ func TestProcessRunningHoldsNoThread(t *testing.T) {
 }
 
 // TestPrepareThenStartOrAbort: Prepare creates the attempt's input file
-// and its log and starts nothing; Start then runs the job as Start would;
-// Abort instead removes the scratch folder and the empty log, and keeps a
-// log that already had output (an earlier incarnation of the attempt).
+// (and its log when it is not capped: a capped log waits for output) and
+// starts nothing; Start then runs the job as Start would; Abort instead
+// removes the input file and the empty log, and keeps a log that already
+// had output (an earlier incarnation of the attempt).
 func TestPrepareThenStartOrAbort(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	job := newTestJob(t, "sh", "-c", `cat "$ORKWAL_INPUT" > "`+marker+`"`)
@@ -705,11 +706,11 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in, err := os.ReadFile(filepath.Join(job.ScratchDir, inputFileName)); err != nil || string(in) != string(job.Input) {
+	if in, err := os.ReadFile(job.Scratch + inputSuffix); err != nil || string(in) != string(job.Input) {
 		t.Fatalf("input after Prepare: %q, %v", in, err)
 	}
-	if _, err := os.Stat(job.LogPath); err != nil {
-		t.Fatalf("log after Prepare: %v", err)
+	if _, err := os.Stat(job.LogPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("capped log after Prepare: %v, want none before output", err)
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Prepare ran the command (%v)", err)
@@ -726,15 +727,18 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 		t.Fatalf("the prepared job read input %q", got)
 	}
 
-	// Abort: a fresh attempt's folder and empty log go.
+	// Abort: a fresh attempt's input file and empty log go.
 	job2 := newTestJob(t, "true")
-	job2.MaxLogBytes = 1 << 20
+	job2.MaxLogBytes = 0 // uncapped: the child writes the log file, made by Prepare
 	pp, err = p.Prepare(job2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(job2.LogPath); err != nil {
+		t.Fatalf("uncapped log after Prepare: %v", err)
+	}
 	pp.Abort()
-	for _, path := range []string{job2.ScratchDir, job2.LogPath} {
+	for _, path := range []string{job2.Scratch + inputSuffix, job2.LogPath} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s after Abort: %v, want it removed", path, err)
 		}
@@ -775,7 +779,7 @@ func TestPrepareFailureLeavesNothing(t *testing.T) {
 	if pp, err := p.Prepare(job); err == nil || pp != nil {
 		t.Fatalf("Prepare with an unusable log path: %#v, %v; want nil and an error", pp, err)
 	}
-	if _, err := os.Stat(job.ScratchDir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("scratch after a failed Prepare: %v, want it removed", err)
+	if _, err := os.Stat(job.Scratch + inputSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("input file after a failed Prepare: %v, want it removed", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,11 +43,11 @@ type PythonJob struct {
 	Types      map[string]json.RawMessage
 }
 
-// Names of the python executor's files in Job.ScratchDir.
+// Suffixes of the python executor's files, after Job.Scratch.
 const (
-	pythonSpecFileName = "python.json" // what runner.py runs (runnerSpec)
-	errorFileName      = "error.txt"   // runner.py's one-line failure reason
-	maxErrorBytes      = 4096          // what is read of error.txt
+	pythonSpecSuffix = ".python.json" // what runner.py runs (runnerSpec)
+	errorSuffix      = ".error.txt"   // runner.py's one-line failure reason
+	maxErrorBytes    = 4096           // what is read of error.txt
 )
 
 // runnerSource is the runner given to the interpreter.
@@ -63,6 +64,8 @@ type PythonConfig struct {
 	// runner-<hash>.py. "" = os.UserCacheDir()/orkwal. When the folder is
 	// not usable, the runner is passed to the interpreter with -c instead.
 	RunnerDir string
+	// Logger: see ProcessConfig.Logger.
+	Logger *slog.Logger
 }
 
 // Python runs Ork-style Python tasks: it calls a function of a file or
@@ -100,11 +103,11 @@ type Python struct {
 
 // NewPython returns a Python executor, filling the defaults of cfg.
 func NewPython(cfg PythonConfig) *Python {
-	proc := NewProcess(ProcessConfig{KillGrace: cfg.KillGrace})
+	proc := NewProcess(ProcessConfig{KillGrace: cfg.KillGrace, Logger: cfg.Logger})
 	return &Python{cfg: cfg, proc: proc}
 }
 
-// runnerSpec is the file runner.py runs (pythonSpecFileName).
+// runnerSpec is the file runner.py runs (pythonSpecSuffix).
 type runnerSpec struct {
 	File      string        `json:"file,omitempty"`
 	Module    string        `json:"module,omitempty"`
@@ -136,7 +139,7 @@ func (p *Python) Prepare(job Job) (Prepared, error) {
 		pp, err = p.proc.prepare(job)
 	}
 	if err != nil {
-		_ = RemoveScratch(job.ScratchDir) // what was prepared is not left behind
+		_ = RemoveScratch(job.Scratch) // what was prepared is not left behind
 		return nil, err
 	}
 	return &preparedPython{pp, errFile}, nil
@@ -166,23 +169,20 @@ func (p *Python) prepare(job *Job) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if job.ScratchDir == "" {
-		return "", errors.New("no scratch dir")
+	if job.Scratch == "" {
+		return "", errors.New("no scratch path")
 	}
-	dir, err := filepath.Abs(job.ScratchDir)
+	prefix, err := filepath.Abs(job.Scratch)
 	if err != nil {
-		return "", fmt.Errorf("scratch dir: %w", err)
+		return "", fmt.Errorf("scratch path: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create scratch dir: %w", err)
-	}
-	spec.ErrorFile = filepath.Join(dir, errorFileName)
-	if err := os.Remove(spec.ErrorFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("remove stale error file: %w", err)
-	}
-	specPath := filepath.Join(dir, pythonSpecFileName)
+	spec.ErrorFile = prefix + errorSuffix
+	specPath := prefix + pythonSpecSuffix
 	if err := writeJSON(specPath, spec); err != nil {
 		return "", err
+	}
+	if err := os.Remove(spec.ErrorFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("remove stale error file: %w", err)
 	}
 	job.Command = append(p.runnerCommand(job.Python.Interpreter), specPath)
 	return spec.ErrorFile, nil
@@ -217,7 +217,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := writeScratch(path, data); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -502,9 +502,9 @@ func TestPythonRunnerFallsBackToDashC(t *testing.T) {
 func TestPythonStaleErrorFileIgnored(t *testing.T) {
 	t.Parallel()
 	job := newPythonJob(t, "nothing", "")
-	writeFile(t, job.ScratchDir, errorFileName, "old failure")
+	writeFile(t, filepath.Dir(job.Scratch), filepath.Base(job.Scratch)+errorSuffix, "old failure")
 	expectOK(t, runPython(t, job), "")
-	if _, err := os.Stat(filepath.Join(job.ScratchDir, errorFileName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(job.Scratch + errorSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale error file not removed: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package executors
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"syscall"
@@ -83,6 +84,8 @@ type proc struct {
 type finishInfo struct {
 	taskID         string
 	attempt        int
+	logPath        string
+	logger         *slog.Logger
 	outputPath     string
 	maxOutputBytes int64
 }
@@ -298,15 +301,21 @@ func (r *reactor) finish(p *proc) {
 	p.done = true
 	go func() {
 		if p.capped != nil {
-			// A log that could not be completed does not change the
-			// outcome of the task; finish notes a write error in the log
-			// if it can.
-			_ = p.capped.finish()
+			p.fin.logIncomplete(p.capped.finish())
 		}
 		ev := finishEvent(p.fin, p.status, p.waitErr)
 		p.started.Lock() // Started was reported
 		p.report(ev)
 	}()
+}
+
+// logIncomplete warns of a log that could not be completed (err != nil).
+// It does not change the outcome of the task; the log notes a write error
+// itself when it can (see cappedLog.finish).
+func (f finishInfo) logIncomplete(err error) {
+	if err != nil && f.logger != nil {
+		f.logger.Warn("task log incomplete", "task", f.taskID, "attempt", f.attempt, "log", f.logPath, "err", err)
+	}
 }
 
 // exitedNoReap tells whether the process of pidfd (non-blocking) has

@@ -141,7 +141,7 @@ func BenchmarkProcessWays(b *testing.B) {
 				TaskID: fmt.Sprintf("t%d", i), Attempt: 1, ParallelCount: 1,
 				Command:     []string{"true"},
 				LogPath:     filepath.Join(dir, "logs", fmt.Sprintf("t%d.log", i)),
-				ScratchDir:  filepath.Join(dir, "scratch", fmt.Sprintf("t%d", i)),
+				Scratch:     filepath.Join(dir, "scratch", fmt.Sprintf("t%d", i)),
 				MaxLogBytes: 10 << 20,
 			}
 			if _, err := p.Start(job, func(ev Event) {

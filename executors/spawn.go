@@ -172,7 +172,7 @@ func openOutput(job Job) (*taskOutput, error) {
 		}
 		return &taskOutput{child: f, pipeFD: -1}, nil
 	}
-	capped, err := openCappedLog(job.LogPath, job.MaxLogBytes)
+	capped, err := newCappedLog(job.LogPath, job.MaxLogBytes)
 	if err != nil {
 		return nil, err
 	}
