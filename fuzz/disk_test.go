@@ -26,7 +26,10 @@ import (
 // I/O point, what a power cut would keep:
 //
 //   - at OpSync the newest segment file (the one the commit fsyncs) is
-//     durable up to its current size;
+//     durable up to its current size: its entries, then the zero padding
+//     the wal keeps ahead of them (durEnd marks where the entries end);
+//     later commits write their entries inside that padding, so what a
+//     power cut keeps of them is read from durEnd on, over zeros;
 //   - at OpDirSync the list of segment files is durable;
 //   - a segment that is no longer the newest is durable whole: every frame
 //     in it was fsynced by its own commit before the write that created the
@@ -40,9 +43,10 @@ import (
 //
 // At the crash step the hook returns errCrash (so nothing more is written:
 // the log is poisoned) after building the post-crash image of the folder in
-// another directory: each segment's durable prefix, plus, chosen by the
-// seed, none, all, or a part of its unsynced suffix, possibly with a torn
-// last chunk of zeros or garbage; segment files whose creation was not yet
+// another directory: each segment's durable entries, plus, chosen by the
+// seed, none, all, or a part of what was written after them since its last
+// fsync, possibly with a torn last chunk of zeros or garbage, and zeros up
+// to its durable size (the padding those writes went into); segment files whose creation was not yet
 // made durable by a folder fsync are kept or lost (as a prefix in creation
 // order: a journaling file system commits creations in order).
 
@@ -54,6 +58,7 @@ type diskModel struct {
 	dataDir  string
 	walDir   string
 	durSize  map[string]int64 // segment name → durable bytes
+	durEnd   map[string]int64 // segment name → where its durable entries end (≤ durSize: zero padding follows)
 	durName  map[string]bool  // segment names durable in the folder
 	steps    int              // hook calls so far
 	crashAt  int              // crash at this step (0: never, crash() is called instead)
@@ -90,7 +95,7 @@ type crashResult struct {
 // hist holds every frame of dataDir's log from index 1 (those compaction
 // truncated included).
 func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][]byte) (*diskModel, error) {
-	m := &diskModel{dataDir: dataDir, walDir: filepath.Join(dataDir, "wal"), durSize: map[string]int64{},
+	m := &diskModel{dataDir: dataDir, walDir: filepath.Join(dataDir, "wal"), durSize: map[string]int64{}, durEnd: map[string]int64{},
 		durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image,
 		hist: append([][][]byte(nil), hist...)}
 	m.gate = sync.NewCond(&m.mu)
@@ -101,17 +106,21 @@ func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][
 	}
 	if len(segs) == 0 {
 		first := segName(1) // wal.Open creates it empty and fsyncs the folder
-		m.durName[first], m.durSize[first] = true, 0
+		m.durName[first], m.durSize[first], m.durEnd[first] = true, 0, 0
 	}
 	for i, s := range segs {
 		m.durName[s.name] = true
-		m.durSize[s.name] = s.size
+		m.durSize[s.name], m.durEnd[s.name] = s.size, s.size
 		if i == len(segs)-1 {
 			data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
 			if err != nil {
 				return nil, err
 			}
-			m.durSize[s.name] = validPrefix(data, s.first) // the torn tail wal.Open cuts
+			end := validPrefix(data, s.first)
+			m.durEnd[s.name] = end
+			if !allZero(data[end:]) {
+				m.durSize[s.name] = end // the torn tail wal.Open cuts; zero padding it keeps
+			}
 		}
 	}
 	return m, nil
@@ -152,7 +161,13 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 	switch op {
 	case wal.OpSync:
 		newest := segs[len(segs)-1]
-		m.durSize[newest.name] = newest.size
+		data, err := os.ReadFile(filepath.Join(m.walDir, newest.name))
+		if err != nil {
+			m.crashErr = err
+			m.crashLocked(op, index)
+			return errCrash
+		}
+		m.durSize[newest.name], m.durEnd[newest.name] = int64(len(data)), validPrefix(data, newest.first)
 	case wal.OpDirSync:
 		for _, s := range segs {
 			m.durName[s.name] = true
@@ -171,7 +186,7 @@ func (m *diskModel) observe(segs []segFile) error {
 			return fmt.Errorf("disk model out of step: segment %s has %d bytes, %d of them thought durable", s.name, s.size, d)
 		}
 		if i < len(segs)-1 {
-			m.durSize[s.name] = s.size // every frame fsynced by its commit
+			m.durSize[s.name], m.durEnd[s.name] = s.size, s.size // every frame fsynced by its commit
 		}
 	}
 	return nil
@@ -287,14 +302,18 @@ func (m *diskModel) buildImage() error {
 			return err
 		}
 		d := min(m.durSize[s.name], int64(len(data)))
-		out := append([]byte(nil), data[:d]...)
-		if tail := data[d:]; len(tail) > 0 {
+		e := min(m.durEnd[s.name], d)
+		out := append([]byte(nil), data[:e]...)
+		if tail := data[e:]; len(tail) > 0 && !allZero(tail) {
 			kept, mode := m.unsynced(tail)
 			out = append(out, kept...)
 			if len(kept) > 0 && len(kept) < len(tail) || strings.Contains(mode, "torn") {
 				m.res.torn++
 			}
-			m.res.modes = append(m.res.modes, fmt.Sprintf("%s: %d durable + %s", s.name, d, mode))
+			m.res.modes = append(m.res.modes, fmt.Sprintf("%s: %d durable (entries %d) + %s", s.name, d, e, mode))
+		}
+		if int64(len(out)) < d {
+			out = append(out, make([]byte, d-int64(len(out)))...) // the durable padding, under what was lost
 		}
 		if err := os.WriteFile(filepath.Join(dst, s.name), out, 0o644); err != nil {
 			return err
@@ -330,6 +349,16 @@ func (m *diskModel) unsynced(tail []byte) ([]byte, string) {
 		what = "zeros"
 	}
 	return out, fmt.Sprintf("%d of %d unsynced bytes, the last %d torn (%s)", n, len(tail), chunk, what)
+}
+
+// allZero tells whether every byte of b is zero (the wal's padding).
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // segFile is a segment in a wal folder.

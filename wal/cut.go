@@ -76,11 +76,11 @@ func findCut(segs []segmentFile, index uint64) (int, int64, error) {
 func offsetOf(data []byte, first, index uint64) (int64, error) {
 	var off int64
 	for i := first; i < index; i++ {
-		if int(off) >= len(data) {
+		if entriesEnd(data[off:]) {
 			return 0, fmt.Errorf("index %d is past the end of the log (last index %d)", index, i-1)
 		}
 		n, k := uvarint(data[off:])
-		if k <= 0 || n > uint64(len(data))-uint64(off)-uint64(k) {
+		if k <= 0 || n == 0 || n > uint64(len(data))-uint64(off)-uint64(k) {
 			return 0, fmt.Errorf("entry %d at offset %d has a broken length; cut at %d or earlier", i, off, i)
 		}
 		off += int64(k) + int64(n)

@@ -8,7 +8,9 @@
 //
 // A log is a folder of segment files, each named by the 20-digit decimal
 // index of its first entry (00000000000000000001, ...). A segment is a
-// sequence of entries, each `uvarint(len) || frame`. One entry
+// sequence of entries, each `uvarint(len) || frame` (len ≥ 1), then, in the
+// tail segment, zero padding: the entries end at the end of the file or at
+// a zero byte followed by zeros only (see segments). One entry
 // holds exactly one frame; one frame is one commit of one or more records:
 //
 //	offset  size      field
@@ -27,8 +29,9 @@
 // # Durability
 //
 // This package owns every write and fsync.
-//  1. Append encodes one frame, writes it with one write(2), and fsyncs the
-//     segment file.
+//  1. Append encodes one frame, writes it with one pwrite(2) inside the
+//     tail's zero padding (padding it first when it does not fit), and
+//     fdatasyncs the segment file.
 //  2. When the write created a segment file (the tail had reached
 //     SegmentSize), the folder is fsynced too, before Append returns.
 //  3. Only then does Append return: a nil error means durable.
@@ -38,9 +41,10 @@
 //
 // # Recovery (Open)
 //
-//  1. The last segment is scanned frame by frame. The first frame that is
-//     incomplete, has a bad checksum, a wrong index or a zero length marks a
-//     torn tail: the bytes from there to the end are copied to
+//  1. The last segment is scanned frame by frame, up to its end or its
+//     padding. The first frame that is incomplete, has a bad checksum, a
+//     wrong index or a zero length (not padding) marks a torn tail: the
+//     bytes from there to the end, less trailing zeros, are copied to
 //     "<segment>.broken-<unix nanos>" (fsynced), the segment is truncated to
 //     the last whole frame and fsynced, the folder is fsynced, and a log line
 //     says what was cut. A torn tail is the trace of a crash during a write.

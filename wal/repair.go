@@ -17,11 +17,13 @@ import (
 const maxLookahead = 1 << 20
 
 // tailEnd is where the last segment of a folder ends once repairTail is
-// done: the index of its last entry (its first index - 1 when it is empty)
-// and its size in bytes.
+// done: the index of its last entry (its first index - 1 when it is empty),
+// where its entries end, and its size in bytes (larger when zero padding
+// follows the entries).
 type tailEnd struct {
 	last  uint64
 	bytes int
+	size  int
 }
 
 // repairTail applies recovery step 1 (see the package doc) to the last
@@ -45,11 +47,12 @@ func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 		end.last = e.index
 		return nil
 	})
-	end.bytes = int(good)
+	end.bytes, end.size = int(good), len(data)
 	var ce *CorruptError
 	if scanErr == nil {
 		return 0, end, nil
 	}
+	end.size = int(good) // what follows is cut
 	if !errors.As(scanErr, &ce) {
 		return 0, tailEnd{}, scanErr
 	}
@@ -65,7 +68,7 @@ func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 		return 0, tailEnd{}, err
 	}
 	cut := int64(len(data)) - good
-	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good,
+	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good, "to", good+int64(len(trimZeros(data[good:]))),
 		"index", ce.Index, "bytes", cut, "reason", ce.Reason)
 	return cut, end, nil
 }
@@ -121,10 +124,21 @@ func pruneBroken(dir string, logger *slog.Logger) {
 	}
 }
 
-// cutTail keeps data[good:] in a .broken copy, then truncates the segment.
+// trimZeros is b without its trailing zero bytes.
+func trimZeros(b []byte) []byte {
+	n := len(b)
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	return b[:n]
+}
+
+// cutTail keeps data[good:] in a .broken copy, less the zero padding after
+// the torn bytes, then truncates the segment (padding included: the next
+// write pads it again).
 func cutTail(path string, data []byte, good int64) error {
 	broken := fmt.Sprintf("%s.broken-%d", path, time.Now().UnixNano())
-	if err := writeFileSync(broken, data[good:]); err != nil {
+	if err := writeFileSync(broken, trimZeros(data[good:])); err != nil {
 		return fmt.Errorf("wal: keep torn tail of %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)

@@ -49,11 +49,12 @@ type entry struct {
 
 // scanSegment decodes data (a whole segment whose first index is first),
 // calling fn for each valid entry in order. It stops at the first entry that
-// does not decode and returns a *CorruptError describing it, or nil when every
-// byte was consumed.
+// does not decode and returns a *CorruptError describing it, or nil when the
+// entries end where the segment does, or where its zero padding begins
+// (entriesEnd).
 func scanSegment(path string, data []byte, first uint64, fn func(entry) error) error {
 	var off int64
-	for index := first; int(off) < len(data); index++ {
+	for index := first; !entriesEnd(data[off:]); index++ {
 		e, err := nextEntry(data[off:], index)
 		if err != nil {
 			return &CorruptError{Segment: path, Offset: off, Index: index, Reason: err.Error()}
@@ -89,3 +90,34 @@ func nextEntry(b []byte, index uint64) (entry, error) {
 }
 
 func uvarint(b []byte) (uint64, int) { return binary.Uvarint(b) }
+
+// entriesEnd tells whether rest, what follows the entries read so far in a
+// segment, holds no more entry: it is empty, or all zero bytes (the
+// padding of a tail segment: see segments). An entry never starts with a
+// zero byte (its length is at least 1), so a zero byte followed by anything
+// else is a bad entry, not an end.
+func entriesEnd(rest []byte) bool {
+	if len(rest) == 0 {
+		return true
+	}
+	if rest[0] != 0 {
+		return false
+	}
+	return allZero(rest)
+}
+
+// allZero tells whether every byte of b is zero.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

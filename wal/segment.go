@@ -10,9 +10,23 @@ import (
 )
 
 // segments is the folder of segment files: the tail segment open for
-// appending, and the first and last index of the log. It holds no entry in
-// memory: a write is one write(2) of the entry, whatever the segment's size.
-// Not safe for concurrent use; Log serialises it under wmu.
+// writing, and the first and last index of the log. It holds no entry in
+// memory: a write is one pwrite(2) of the entry at the end of the tail's
+// entries, whatever the segment's size. Not safe for concurrent use; Log
+// serialises it under wmu.
+//
+// The tail is padded with zeros ahead of its entries, in steps of padChunk
+// up to the segment size (pad): a commit then writes inside the file, and
+// its fdatasync (datasync) writes the entry's blocks and nothing else,
+// where a write that grows the file also makes the file system allocate
+// blocks and write the inode. Measured on this machine's ext4 (2 cores,
+// shared disk), 5 rounds of 600 commits interleaved: 200-byte entries
+// 0.29 ms per commit growing the file with fsync against 0.21 ms padded
+// with fdatasync; 25,000-byte entries 0.53 against 0.28 ms. Readers take
+// the first zero byte where an entry would start, followed by zeros only,
+// as the end of the entries (entriesEnd); a segment that is not the tail
+// has no padding left, since it ends with the entry that reached the
+// segment size, past the padding.
 //
 // Why not github.com/tidwall/wal, on which this package was first built:
 // tidwall/wal keeps the whole tail segment in one []byte that it grows by
@@ -28,14 +42,26 @@ import (
 // rewrote the kept part of a segment. The file format is unchanged: a
 // folder written by earlier versions opens as it is.
 type segments struct {
-	dir   string
-	size  int      // SegmentSize: a write to a tail of this many bytes or more starts a new segment
-	tail  *os.File // the last segment, opened for appending
-	name  string   // its file name
-	bytes int      // its size
-	first uint64   // index of the first entry of the first segment
-	last  uint64   // index of the last entry written (first-1 when empty)
+	dir    string
+	size   int      // SegmentSize: a write to a tail of this many bytes or more starts a new segment
+	tail   *os.File // the last segment, opened for writing
+	name   string   // its file name
+	bytes  int      // where its entries end
+	padded int      // its size: [bytes, padded) is zero padding
+	noPad  bool     // padding the tail failed: not tried again before the next segment
+	first  uint64   // index of the first entry of the first segment
+	last   uint64   // index of the last entry written (first-1 when empty)
 }
+
+// padChunk is the step in which the tail's zero padding is extended. Each
+// extension makes one commit's fdatasync write the inode and padChunk of
+// zeros; 256 KiB measured faster than 64 KiB or 1 MiB steps on both entry
+// sizes above (0.207 against 0.227 and 0.222 ms at 200 bytes).
+const padChunk = 256 << 10
+
+// zeroChunk is what pad writes. Never written to: it stays in the zero
+// pages of the binary's bss.
+var zeroChunk [padChunk]byte
 
 // segmentName is the file name of the segment whose first entry is index.
 func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
@@ -65,7 +91,7 @@ func openSegments(dir string, size int, fault Fault, end tailEnd) (*segments, er
 		end = tailEnd{}
 	}
 	tail := segs[len(segs)-1]
-	f, err := os.OpenFile(tail.path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(tail.path, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", tail.path, err)
 	}
@@ -84,13 +110,14 @@ func openSegments(dir string, size int, fault Fault, end tailEnd) (*segments, er
 		return nil, err
 	}
 	return &segments{dir: dir, size: size, tail: f, name: filepath.Base(tail.path), bytes: end.bytes,
-		first: segs[0].first, last: end.last}, nil
+		padded: max(end.size, end.bytes), first: segs[0].first, last: end.last}, nil
 }
 
 // write appends entry (uvarint(len) || frame, the frame at index last+1)
-// with one write(2). It reports whether it started a new segment file,
-// whose name is durable only once the folder is fsynced. The entry is not
-// durable until sync.
+// with one pwrite(2) after the tail's entries, padding the tail first if
+// the entry does not fit in its padding (pad). It reports whether it
+// started a new segment file, whose name is durable only once the folder
+// is fsynced. The entry is not durable until sync.
 func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 	if index != s.last+1 {
 		return false, fmt.Errorf("wal: write of index %d after %d", index, s.last)
@@ -99,15 +126,17 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 		// The tail is full. Every frame in it was fsynced by its own
 		// commit or by Open, so the old file needs nothing more.
 		path := filepath.Join(s.dir, segmentName(index))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
 			return false, fmt.Errorf("create segment %s: %w", path, err)
 		}
 		s.tail.Close()
-		s.tail, s.name, s.bytes, created = f, filepath.Base(path), 0, true
+		s.tail, s.name, s.bytes, s.padded, s.noPad, created = f, filepath.Base(path), 0, 0, false, true
 	}
-	n, err := s.tail.Write(entry)
+	s.pad(len(entry))
+	n, err := s.tail.WriteAt(entry, int64(s.bytes))
 	s.bytes += n
+	s.padded = max(s.padded, s.bytes)
 	if err != nil {
 		return created, fmt.Errorf("write %s: %w", s.name, err)
 	}
@@ -115,8 +144,29 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 	return created, nil
 }
 
-// sync fsyncs the tail segment.
-func (s *segments) sync() error { return s.tail.Sync() }
+// pad extends the tail's zero padding, by whole padChunks up to the
+// segment size, until an entry of n bytes written after the entries fits
+// in it. An entry that goes past the segment size grows the file itself:
+// it is the tail's last.
+//
+// Padding only makes commits cheaper: when it cannot be written (a disk
+// with less than a padChunk free), the entry grows the file as it would
+// without it, and the segment is not padded again. So a nearly full disk
+// fails an append only when the entry itself does not fit.
+func (s *segments) pad(n int) {
+	end := s.bytes + n
+	for end > s.padded && s.padded < s.size && !s.noPad {
+		k := min(padChunk, s.size-s.padded)
+		w, err := s.tail.WriteAt(zeroChunk[:k], int64(s.padded))
+		s.padded += w
+		if err != nil {
+			s.noPad = true
+		}
+	}
+}
+
+// sync makes the tail segment's entries durable (see datasync).
+func (s *segments) sync() error { return datasync(s.tail) }
 
 // before lists the segment files whose entries all come before index: every
 // segment but the one holding index and those after it. The tail is never
