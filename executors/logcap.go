@@ -56,14 +56,16 @@ func splitCap(maxBytes int64) (head, tail int64) {
 // by a goroutine of its own (see create): an attempt that writes nothing
 // has no log file, and the reactor, which hands output to Write, never
 // waits on a file's creation unless a task writes more than maxEarly bytes
-// before its log exists. Why: creating a file and a folder were half the
-// work of starting a quiet task, and on ext4 each creation can take a few
-// hundred microseconds (the inode allocator skips recently freed inodes),
-// on the path from one task's end to the next one's start.
+// before its log exists (a burst of over 16 KiB within the few hundred
+// microseconds of a creation: the reactor then waits, and so do the other
+// tasks' output and exits). Why: creating a file and a folder were half
+// the work of starting a quiet task, and on ext4 each creation can take a
+// few hundred microseconds (the inode allocator skips recently freed
+// inodes), on the path from one task's end to the next one's start.
 //
 // Memory is bounded and does not depend on the cap: the struct, and while
 // the log is being created the output received meanwhile (at most
-// maxEarly); output is moved through the reactor's one buffer (see
+// maxEarly bytes, in a slice grown by append); output is moved through the reactor's one buffer (see
 // reactor), or, without the reactor and only while output is being moved,
 // a pooled copy buffer (see ReadFrom).
 //
@@ -109,8 +111,11 @@ func (c *cappedLog) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
+	if n == 0 {
+		return 0, nil // creates no log, and needs none
+	}
 	c.total += int64(n)
-	if c.log == nil && c.err == nil && !c.done && n > 0 {
+	if c.log == nil && c.err == nil && !c.done {
 		if c.creating == nil {
 			c.creating = make(chan struct{})
 			go c.create()

@@ -288,6 +288,36 @@ func TestCappedLogCreatedOnFirstOutput(t *testing.T) {
 	}
 }
 
+// TestCappedLogEmptyWrite: an empty write creates no log and breaks
+// nothing, before the log exists or after.
+func TestCappedLogEmptyWrite(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "logs", "t", "1.log")
+	w, err := newCappedLog(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][]byte{nil, []byte("hello\n"), {}, []byte("world\n")} {
+		if n, err := w.Write(p); n != len(p) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", p, n, err)
+		}
+	}
+	if err := w.finish(); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	if got := readFileString(t, path); got != "hello\nworld\n" {
+		t.Fatalf("log = %q, want the two lines", got)
+	}
+	quiet, _ := newCappedLog(filepath.Join(filepath.Dir(path), "2.log"), 1<<20)
+	quiet.Write(nil)
+	if err := quiet.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "2.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an empty write created a log: %v", err)
+	}
+}
+
 // TestCappedLogCreateError: a log whose file cannot be created drops the
 // output without failing the writer, and finish says why.
 func TestCappedLogCreateError(t *testing.T) {

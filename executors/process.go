@@ -95,9 +95,9 @@ func (p *Process) Start(job Job, report func(Event)) (Handle, error) {
 	return pp.Start(report)
 }
 
-// Prepare finds the command, creates the attempt's scratch folder and
-// input file and opens its log (see Preparer): everything Start does but
-// the spawn.
+// Prepare finds the command, writes the attempt's input file and prepares
+// its output (an uncapped log is opened; a capped one waits for output:
+// see cappedLog) (see Preparer): everything Start does but the spawn.
 func (p *Process) Prepare(job Job) (Prepared, error) {
 	pp, err := p.prepare(job)
 	if err != nil {
@@ -136,7 +136,7 @@ func (p *Process) prepare(job Job) (*preparedProcess, error) {
 }
 
 // Abort closes the log, removes it if it is empty, and removes the
-// scratch folder.
+// scratch files.
 func (pp *preparedProcess) Abort() {
 	pp.out.abort()
 	if fi, err := os.Stat(pp.job.LogPath); err == nil && fi.Size() == 0 {

@@ -296,7 +296,7 @@ func TestProcessInputOutput(t *testing.T) {
 		script     string
 		input      string
 		maxBytes   int64
-		staleOut   bool // an output.json is left in the scratch dir beforehand
+		staleOut   bool // an output file is left at the scratch path beforehand
 		wantOK     bool
 		wantErr    string
 		wantOutput string
@@ -744,6 +744,20 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 		}
 	}
 
+	// Abort of a capped job (the default): the input file goes, and no log
+	// was ever made.
+	capped := newTestJob(t, "true")
+	capped.MaxLogBytes = 1 << 20
+	if pp, err = p.Prepare(capped); err != nil {
+		t.Fatal(err)
+	}
+	pp.Abort()
+	for _, path := range []string{capped.Scratch + inputSuffix, filepath.Dir(capped.LogPath)} {
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Abort of a capped job: %v, want none", path, err)
+		}
+	}
+
 	// Abort keeps a log that has output.
 	job3 := newTestJob(t, "true")
 	if err := os.MkdirAll(filepath.Dir(job3.LogPath), 0o755); err != nil {
@@ -762,8 +776,8 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 }
 
 // TestPrepareFailureLeavesNothing: a Prepare that fails returns a nil
-// Prepared (not a nil pointer in an interface) and removes the scratch
-// folder it had made.
+// Prepared (not a nil pointer in an interface) and removes the input file
+// it had written.
 func TestPrepareFailureLeavesNothing(t *testing.T) {
 	p := newTestProcess(ProcessConfig{})
 	job := newTestJob(t, "orkwal-test-no-such-command")

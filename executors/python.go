@@ -117,7 +117,7 @@ type runnerSpec struct {
 	Types     compiledTypes `json:"types"`
 }
 
-// Start checks job.Python, writes the runner's spec to the scratch dir and
+// Start checks job.Python, writes the runner's spec beside the scratch files and
 // starts the interpreter as Process.Start does, with the same events. The
 // Finished event of a task that failed carries the runner's reason.
 func (p *Python) Start(job Job, report func(Event)) (Handle, error) {

@@ -145,7 +145,8 @@ func writeEngine(w io.Writer, rs results) {
 	p("- **2** `engine/bench_perf_test.go` `BenchmarkProcessVsBare`: in each")
 	p("  iteration the bare loop runs first, then one engine run with")
 	p("  `parallel: 2000` of `[\"true\"]` at `--max-concurrent` 16, with the real")
-	p("  process executor (process group, log file, contract files). CPU per task")
+	p("  process executor (process group, log pipe, input file; `true` writes no")
+	p("  output, so no log file is created). CPU per task")
 	p("  in the test process: engine %s µs, bare loop %s µs. The figures of 1-3",
 		num(rs.med(procName, "engine-cpu-µs/task")), num(rs.med(procName, "bare-cpu-µs/task")))
 	p("  are medians of each benchmark's runs (`-count=%d`; the ratio is the", len(rs.values(procName, "ratio")))
