@@ -26,6 +26,7 @@ type Config struct {
 	// disk-full failure; it doubles up to 30s. Default 1s.
 	RecoveryBackoff time.Duration
 	WALFault        wal.Fault // tests only: inject WAL failures
+	WALPadStep      int       // tests only: wal.Options.PadStep
 
 	// CompactBytes: a snapshot is written once the log has grown by this
 	// much since the last one. Default 64 MiB; negative = never.

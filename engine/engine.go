@@ -160,7 +160,7 @@ func (e *Engine) recover() error {
 
 func (e *Engine) openWAL() (*wal.Log, error) {
 	return wal.Open(filepath.Join(e.cfg.DataDir, "wal"),
-		wal.Options{SegmentSize: e.cfg.SegmentSize, Logger: e.log, Fault: e.cfg.WALFault})
+		wal.Options{SegmentSize: e.cfg.SegmentSize, PadStep: e.cfg.WALPadStep, Logger: e.log, Fault: e.cfg.WALFault})
 }
 
 // Replay applies every record of the log to st and returns how many it

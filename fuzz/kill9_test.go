@@ -205,7 +205,7 @@ var k9Names = []string{"k-dag", "k-retry", "k-fan", "k-sleep", "k-fail", "k-big"
 const (
 	k9CompactBytes = 1 << 20 // --compact-bytes: the least the daemon accepts
 	k9KeepRuns     = 3       // --keep-runs
-	k9Segment      = 4 << 20 // the WAL segment size (wal.DefaultSegmentSize)
+	k9Segment      = 4 << 20 // slack for segments in the bound: wal.DefaultSegmentSize (1 MiB) is what the daemon uses, the tail's padding included
 )
 
 func newKill9(t *testing.T, sd int64, kills int) *kill9 {

@@ -163,6 +163,7 @@ type scenario struct {
 	root    string
 	clock   *fakeClock
 	segSize int
+	padStep int // wal.Options.PadStep: 0 (the default, past every segment size here) or a step entries cross
 	maxConc int
 	compact int64      // CompactBytes: -1 (off) or a few KiB
 	keep    int        // KeepRuns
@@ -201,7 +202,7 @@ func (s *scenario) trace() string {
 
 func (s *scenario) config(dir string, m *diskModel, fx *fakeExec) engine.Config {
 	c := engine.Config{DataDir: dir, MaxConcurrent: s.maxConc, Clock: s.clock, Logger: quiet,
-		SegmentSize: s.segSize, CompactBytes: s.compact, KeepRuns: s.keep,
+		SegmentSize: s.segSize, WALPadStep: s.padStep, CompactBytes: s.compact, KeepRuns: s.keep,
 		Executors: map[string]executors.Executor{"process": fx, "noop": fx}}
 	if m != nil {
 		c.WALFault, c.CompactFault = m.fault, m.compactFault
@@ -215,14 +216,15 @@ func (s *scenario) run() error {
 	defer os.RemoveAll(s.root)
 	s.st.scenarios.Add(1)
 	s.segSize = []int{512, 1024, 4096}[s.rng.IntN(3)]
+	s.padStep = []int{0, 128, 700}[s.rng.IntN(3)]
 	s.maxConc = 1 + s.rng.IntN(4)
 	gens := 1 + s.rng.IntN(4)
 	s.compact, s.keep = -1, 1+s.rng.IntN(4)
 	if s.rng.IntN(4) != 0 {
 		s.compact = 1024 << s.rng.IntN(3) // a compaction every few actions
 	}
-	s.logf("seed %d: segment size %d, max concurrent %d, compact bytes %d, keep runs %d, %d power cuts",
-		s.seed, s.segSize, s.maxConc, s.compact, s.keep, gens)
+	s.logf("seed %d: segment size %d, pad step %d, max concurrent %d, compact bytes %d, keep runs %d, %d power cuts",
+		s.seed, s.segSize, s.padStep, s.maxConc, s.compact, s.keep, gens)
 	dir := filepath.Join(s.root, "g0")
 	var prev *crashResult
 	for g := 0; ; g++ {

@@ -20,8 +20,12 @@ const DefaultSegmentSize = 1 << 20
 
 // Options configure a Log. The zero value is valid.
 type Options struct {
-	SegmentSize int          // bytes; DefaultSegmentSize when 0
-	Logger      *slog.Logger // slog.Default() when nil
+	SegmentSize int // bytes; DefaultSegmentSize when 0
+	// PadStep is the step in which the tail segment's zero padding grows
+	// (see segments): 256 KiB when 0, at most that. Tests set small steps
+	// to cover entries that cross one.
+	PadStep int
+	Logger  *slog.Logger // slog.Default() when nil
 	// Fault, when set, is called at each I/O point of an append and may
 	// return an error to inject a failure there. Tests only; nil otherwise.
 	Fault Fault
@@ -49,6 +53,9 @@ const (
 type Fault func(op Op, index uint64) error
 
 func (o Options) withDefaults() Options {
+	if o.PadStep <= 0 || o.PadStep > padChunk {
+		o.PadStep = padChunk
+	}
 	if o.SegmentSize <= 0 {
 		o.SegmentSize = DefaultSegmentSize
 	}
@@ -136,7 +143,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	segs, err := openSegments(dir, opts.SegmentSize, opts.Fault, end)
+	segs, err := openSegments(dir, opts.SegmentSize, opts.PadStep, opts.Fault, end)
 	if err != nil {
 		return nil, err
 	}
@@ -536,8 +543,12 @@ func (l *Log) TruncateFront(index uint64) error {
 	return nil
 }
 
-// Size is the total size of the segment files, in bytes.
+// Size is the total size of the segment files' entries, in bytes: their
+// files' sizes less the tail's zero padding.
 func (l *Log) Size() (int64, error) {
+	l.wmu.Lock()
+	padding := int64(l.segs.padding())
+	l.wmu.Unlock()
 	segs, err := listSegments(l.dir)
 	if err != nil {
 		return 0, err
@@ -550,5 +561,5 @@ func (l *Log) Size() (int64, error) {
 		}
 		n += fi.Size()
 	}
-	return n, nil
+	return max(n-padding, 0), nil
 }

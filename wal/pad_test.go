@@ -30,6 +30,9 @@ func TestTailIsPadded(t *testing.T) {
 	if after, _ := os.Stat(seg.path); after.Size() != fi.Size() {
 		t.Fatalf("an append inside the padding changed the file's size: %d, then %d", fi.Size(), after.Size())
 	}
+	if n, err := l.Size(); err != nil || n != entriesEndOf(t, seg) {
+		t.Fatalf("Size = %d, %v; want the entries' %d bytes, not the padding", n, err, entriesEndOf(t, seg))
+	}
 	l.Close()
 	data, _ := os.ReadFile(seg.path)
 	if end := entriesEndOf(t, seg); !allZero(data[end:]) {
@@ -105,8 +108,8 @@ func TestTornEntryInPadding(t *testing.T) {
 			}
 			l = openT(t, dir, 0)
 			defer l.Close()
-			if want := int64(len(img)) - good; l.CutBytes() != want {
-				t.Fatalf("cut %d bytes, want %d (from the torn entry on)", l.CutBytes(), want)
+			if want := int64(len(bytes.TrimRight(torn, "\x00"))); l.CutBytes() != want {
+				t.Fatalf("cut %d bytes, want %d (the torn bytes, not the padding after them)", l.CutBytes(), want)
 			}
 			broken, _ := filepath.Glob(path + ".broken-*")
 			if len(broken) != 1 {
@@ -165,5 +168,106 @@ func TestCutAtPaddedTail(t *testing.T) {
 	}
 	if got := readAll(t, dir); len(got) != 3 {
 		t.Fatalf("after the cut at 4: %d records, want 3", len(got))
+	}
+}
+
+// TestSmallerSegmentSizeLeavesNoPaddingInFullSegment: a folder padded with
+// the default segment size, reopened with a smaller one, rolls its old
+// tail once its entries pass the new size: the roll truncates the padding
+// left after them, so no segment but the tail has any.
+func TestSmallerSegmentSizeLeavesNoPaddingInFullSegment(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 0) // DefaultSegmentSize: tail padded to padChunk
+	appendRecs(t, l, 0, 10)
+	l.Close()
+	l = openT(t, dir, 4096) // same folder, smaller segments
+	appendRecs(t, l, 10, 400)
+	l.Close()
+	segs, _ := listSegments(dir)
+	if len(segs) < 2 {
+		t.Fatalf("%d segments, want several", len(segs))
+	}
+	for _, s := range segs[:len(segs)-1] {
+		fi, _ := os.Stat(s.path)
+		if end := entriesEndOf(t, s); end != fi.Size() {
+			t.Errorf("%s is not the tail but has %d bytes of padding after its entries (%d bytes, entries up to %d)",
+				filepath.Base(s.path), fi.Size()-end, fi.Size(), end)
+		}
+	}
+}
+
+// TestTornInsidePaddingEveryOffset: a frame written inside the padding and
+// torn at every 37th byte (what follows reads as the padding's zeros), and
+// a frame whose first bytes are lost (zeros) while its later bytes
+// persisted, as a page written back out of order would leave: both are cut
+// as a torn tail, never refused, never taking an acknowledged frame along.
+func TestTornInsidePaddingEveryOffset(t *testing.T) {
+	src := t.TempDir()
+	l := openT(t, src, 0)
+	appendRecs(t, l, 0, 3)
+	if _, err := l.Append([][]byte{bytes.Repeat([]byte{'q'}, 9000)}); err != nil { // spans pages
+		t.Fatal(err)
+	}
+	l.Close()
+	seg := segmentFile{path: filepath.Join(src, segmentName(1)), first: 1}
+	data, _ := os.ReadFile(seg.path)
+	var start, end int64
+	scanSegment(seg.path, data, 1, func(e entry) error { start, end = e.offset, e.offset+e.size; return nil })
+	check := func(name string, img []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, segmentName(1)), img, 0o644)
+		l, err := Open(dir, Options{Logger: quiet})
+		if err != nil {
+			t.Fatalf("%s: open refused: %v", name, err)
+		}
+		l.Close()
+		if got := readAll(t, dir); len(got) != 3 {
+			t.Fatalf("%s: %d records after open, want the 3 acknowledged", name, len(got))
+		}
+	}
+	for cut := start + 1; cut < end; cut += 37 {
+		img := bytes.Clone(data)
+		clear(img[cut:end])
+		check("prefix", img)
+		img = bytes.Clone(data)
+		clear(img[start:cut])
+		check("suffix", img)
+	}
+}
+
+// TestFrameAcrossPadStepLosesExtension: a frame that straddles the end of
+// the padding while the segment is below its size (pad extends by one
+// step) and a power cut that loses the extension (the file keeps its
+// durable size): the frame overruns the file and is cut, the acknowledged
+// ones stay.
+func TestFrameAcrossPadStepLosesExtension(t *testing.T) {
+	src := t.TempDir()
+	l := openT(t, src, 4<<20)
+	big := bytes.Repeat([]byte{'z'}, 100<<10)
+	for i := 0; i < 2; i++ { // 200 KiB of entries in a 256 KiB padding
+		if _, err := l.Append([][]byte{big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(src, segmentName(1))
+	before, _ := os.Stat(path)
+	if _, err := l.Append([][]byte{big}); err != nil { // crosses 256 KiB
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(path)
+	l.Close()
+	if before.Size() != padChunk || after.Size() != 2*padChunk {
+		t.Fatalf("sizes %d then %d, want one pad step", before.Size(), after.Size())
+	}
+	data, _ := os.ReadFile(path)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, segmentName(1)), data[:padChunk], 0o644) // extension lost
+	l, err := Open(dir, Options{Logger: quiet, SegmentSize: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if got := readAll(t, dir); len(got) != 2 {
+		t.Fatalf("%d records, want 2", len(got))
 	}
 }

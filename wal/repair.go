@@ -27,8 +27,8 @@ type tailEnd struct {
 }
 
 // repairTail applies recovery step 1 (see the package doc) to the last
-// segment of dir. It returns the number of bytes cut (0 when the tail was
-// whole) and where the tail now ends (the zero tailEnd when dir holds no
+// segment of dir. It returns the number of torn bytes cut (0 when the tail
+// was whole; zero padding after them not counted) and where the tail now ends (the zero tailEnd when dir holds no
 // segment), so that Open reads the tail once.
 func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 	segs, err := listSegments(dir)
@@ -67,8 +67,8 @@ func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 	if err := syncDir(dir); err != nil {
 		return 0, tailEnd{}, err
 	}
-	cut := int64(len(data)) - good
-	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good, "to", good+int64(len(trimZeros(data[good:]))),
+	cut := int64(len(trimZeros(data[good:]))) // the torn bytes, not the padding after them
+	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good,
 		"index", ce.Index, "bytes", cut, "reason", ce.Reason)
 	return cut, end, nil
 }

@@ -24,9 +24,12 @@ import (
 // 0.29 ms per commit growing the file with fsync against 0.21 ms padded
 // with fdatasync; 25,000-byte entries 0.53 against 0.28 ms. Readers take
 // the first zero byte where an entry would start, followed by zeros only,
-// as the end of the entries (entriesEnd); a segment that is not the tail
-// has no padding left, since it ends with the entry that reached the
-// segment size, past the padding.
+// as the end of the entries (entriesEnd). A segment that is not the tail
+// has no padding left: it ends with the entry that reached the segment
+// size, past the padding, or, when the padding went further (the folder
+// was padded with a larger SegmentSize), the roll truncates it (so an
+// older version, which reads zeros as a torn tail, never finds them in a
+// segment it does not cut).
 //
 // Why not github.com/tidwall/wal, on which this package was first built:
 // tidwall/wal keeps the whole tail segment in one []byte that it grows by
@@ -39,8 +42,10 @@ import (
 // of the entry took 23-47 µs with none over 2.5 ms (p99.9 5.1-7.9 ms, on a
 // loaded machine both). Its buffer served only its own Read, which this
 // package never used (Replay reads the files), and a front truncation that
-// rewrote the kept part of a segment. The file format is unchanged: a
-// folder written by earlier versions opens as it is.
+// rewrote the kept part of a segment. A folder written by earlier versions
+// (through tidwall/wal or not, no padding) opens as it is; an earlier
+// version opening a padded folder cuts the tail's padding as a torn tail
+// (keeping it in a .broken copy) and goes on.
 type segments struct {
 	dir    string
 	size   int      // SegmentSize: a write to a tail of this many bytes or more starts a new segment
@@ -48,19 +53,21 @@ type segments struct {
 	name   string   // its file name
 	bytes  int      // where its entries end
 	padded int      // its size: [bytes, padded) is zero padding
+	step   int      // the padding's step (Options.PadStep)
 	noPad  bool     // padding the tail failed: not tried again before the next segment
 	first  uint64   // index of the first entry of the first segment
 	last   uint64   // index of the last entry written (first-1 when empty)
 }
 
-// padChunk is the step in which the tail's zero padding is extended. Each
-// extension makes one commit's fdatasync write the inode and padChunk of
-// zeros; 256 KiB measured faster than 64 KiB or 1 MiB steps on both entry
-// sizes above (0.207 against 0.227 and 0.222 ms at 200 bytes).
+// padChunk is the default step in which the tail's zero padding is
+// extended (Options.PadStep). Each extension makes one commit's fdatasync
+// write the inode and a step of zeros; 256 KiB measured faster than 64 KiB
+// or 1 MiB steps on both entry sizes above (0.207 against 0.227 and 0.222
+// ms at 200 bytes).
 const padChunk = 256 << 10
 
-// zeroChunk is what pad writes. Never written to: it stays in the zero
-// pages of the binary's bss.
+// zeroChunk is what pad writes, a step at most. Never written to: it stays
+// in the zero pages of the binary's bss.
 var zeroChunk [padChunk]byte
 
 // segmentName is the file name of the segment whose first entry is index.
@@ -75,7 +82,7 @@ func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
 // this process acknowledged later frames must not lose those. Every
 // segment before the tail is durable whole: it was the tail of an earlier
 // Open, or every frame in it was fsynced by its commit.
-func openSegments(dir string, size int, fault Fault, end tailEnd) (*segments, error) {
+func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segments, error) {
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -110,7 +117,7 @@ func openSegments(dir string, size int, fault Fault, end tailEnd) (*segments, er
 		return nil, err
 	}
 	return &segments{dir: dir, size: size, tail: f, name: filepath.Base(tail.path), bytes: end.bytes,
-		padded: max(end.size, end.bytes), first: segs[0].first, last: end.last}, nil
+		padded: max(end.size, end.bytes), step: step, first: segs[0].first, last: end.last}, nil
 }
 
 // write appends entry (uvarint(len) || frame, the frame at index last+1)
@@ -124,7 +131,11 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 	}
 	if s.bytes >= s.size {
 		// The tail is full. Every frame in it was fsynced by its own
-		// commit or by Open, so the old file needs nothing more.
+		// commit or by Open, so the old file needs nothing more, unless
+		// padding from a larger segment size is left after its entries.
+		if err := s.unpad(); err != nil {
+			return false, err
+		}
 		path := filepath.Join(s.dir, segmentName(index))
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -156,7 +167,7 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 func (s *segments) pad(n int) {
 	end := s.bytes + n
 	for end > s.padded && s.padded < s.size && !s.noPad {
-		k := min(padChunk, s.size-s.padded)
+		k := min(s.step, s.size-s.padded)
 		w, err := s.tail.WriteAt(zeroChunk[:k], int64(s.padded))
 		s.padded += w
 		if err != nil {
@@ -164,6 +175,26 @@ func (s *segments) pad(n int) {
 		}
 	}
 }
+
+// unpad truncates the tail's padding, fsynced, before it stops being the
+// tail: only when a folder padded with a larger segment size left more
+// padding than its entries now reach.
+func (s *segments) unpad() error {
+	if s.padded <= s.bytes {
+		return nil
+	}
+	if err := s.tail.Truncate(int64(s.bytes)); err != nil {
+		return fmt.Errorf("truncate the padding of %s: %w", s.name, err)
+	}
+	if err := s.tail.Sync(); err != nil {
+		return fmt.Errorf("fsync %s after truncating its padding: %w", s.name, err)
+	}
+	s.padded = s.bytes
+	return nil
+}
+
+// padding is how many bytes of zero padding follow the tail's entries.
+func (s *segments) padding() int { return s.padded - s.bytes }
 
 // sync makes the tail segment's entries durable (see datasync).
 func (s *segments) sync() error { return datasync(s.tail) }
