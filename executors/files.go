@@ -107,8 +107,9 @@ func procStat(pid int) ([]byte, error) {
 var scratchSuffixes = [...]string{inputSuffix, outputSuffix, pythonSpecSuffix, errorSuffix}
 
 // RemoveScratch removes an attempt's scratch files (those of Job.Scratch
-// prefix), whichever exist. Files already gone, or no prefix (""), are no
-// error. The run's folder that holds them is left: the files of its other
+// prefix), whichever exist; a folder a task made in the place of one (say
+// at ORKWAL_OUTPUT) goes whole. Files already gone, or no prefix (""), are
+// no error. The run's folder that holds them is left: the files of its other
 // attempts may be there, and it goes with the run's other folders (see
 // engine's sweep).
 func RemoveScratch(prefix string) error {
@@ -117,7 +118,14 @@ func RemoveScratch(prefix string) error {
 	}
 	var first error
 	for _, suffix := range scratchSuffixes {
-		if err := unix.Unlink(prefix + suffix); err != nil && err != unix.ENOENT && first == nil {
+		err := unix.Unlink(prefix + suffix)
+		if err == unix.EISDIR {
+			err = nil
+			if rerr := os.RemoveAll(prefix + suffix); rerr != nil && first == nil {
+				first = rerr
+			}
+		}
+		if err != nil && err != unix.ENOENT && first == nil {
 			first = &os.PathError{Op: "unlink", Path: prefix + suffix, Err: err}
 		}
 	}

@@ -33,8 +33,9 @@ func TestLookPathCacheFollowsRemoval(t *testing.T) {
 }
 
 // TestRemoveScratch: every scratch file of the attempt goes, whichever
-// exist; another attempt's files and the folder stay; a prefix with no
-// files, or none, is no error.
+// exist, and a folder a task made in the place of one; another attempt's
+// files and the run's folder stay; a prefix with no files, or none, is no
+// error.
 func TestRemoveScratch(t *testing.T) {
 	root := t.TempDir()
 	one, other := filepath.Join(root, "t.1"), filepath.Join(root, "t.2")
@@ -44,6 +45,13 @@ func TestRemoveScratch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	// A task made a folder where its output file goes.
+	if err := os.Remove(one + outputSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(one+outputSuffix, "sub"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	for _, prefix := range []string{one, filepath.Join(root, "gone"), ""} {
 		if err := RemoveScratch(prefix); err != nil {

@@ -65,9 +65,9 @@ func splitCap(maxBytes int64) (head, tail int64) {
 //
 // Memory is bounded and does not depend on the cap: the struct, and while
 // the log is being created the output received meanwhile (at most
-// maxEarly bytes, in a slice grown by append); output is moved through the reactor's one buffer (see
-// reactor), or, without the reactor and only while output is being moved,
-// a pooled copy buffer (see ReadFrom).
+// maxEarly bytes, in a slice grown by append); output is moved through
+// the reactor's one buffer (see reactor), or, without the reactor and only
+// while output is being moved, a pooled copy buffer (see ReadFrom).
 //
 // A write error (disk full, log or sidecar not creatable) does not stop
 // the task: later output is counted but dropped, finish notes the error in
