@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -543,8 +544,12 @@ func (l *Log) TruncateFront(index uint64) error {
 	return nil
 }
 
+// statFile is os.Stat; tests replace it.
+var statFile = os.Stat
+
 // Size is the total size of the segment files' entries, in bytes: their
-// files' sizes less the tail's zero padding.
+// files' sizes less the tail's zero padding. A segment that a concurrent
+// TruncateFront removes between the listing and its stat counts as gone.
 func (l *Log) Size() (int64, error) {
 	l.wmu.Lock()
 	padding := int64(l.segs.padding())
@@ -555,8 +560,11 @@ func (l *Log) Size() (int64, error) {
 	}
 	var n int64
 	for _, s := range segs {
-		fi, err := os.Stat(s.path)
-		if err != nil {
+		fi, err := statFile(s.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // truncated meanwhile
+		case err != nil:
 			return 0, fmt.Errorf("wal: stat %s: %w", s.path, err)
 		}
 		n += fi.Size()

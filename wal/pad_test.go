@@ -3,6 +3,7 @@ package wal
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,5 +270,35 @@ func TestFrameAcrossPadStepLosesExtension(t *testing.T) {
 	l.Close()
 	if got := readAll(t, dir); len(got) != 2 {
 		t.Fatalf("%d records, want 2", len(got))
+	}
+}
+
+// TestSizeSkipsSegmentTruncatedMeanwhile: a segment that a front
+// truncation removes between Size's listing and its stat counts as gone,
+// not as an error (a metrics scrape during a compaction).
+func TestSizeSkipsSegmentTruncatedMeanwhile(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 300)
+	defer l.Close()
+	appendRecs(t, l, 0, 60)
+	segs, _ := listSegments(dir)
+	if len(segs) < 3 {
+		t.Fatalf("%d segments, want several", len(segs))
+	}
+	full, err := l.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := segs[0].path
+	fi, _ := os.Stat(gone)
+	statFile = func(path string) (os.FileInfo, error) {
+		if path == gone {
+			return nil, &os.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist}
+		}
+		return os.Stat(path)
+	}
+	defer func() { statFile = os.Stat }()
+	if n, err := l.Size(); err != nil || n != full-fi.Size() {
+		t.Fatalf("Size with a segment gone meanwhile = %d, %v; want %d, nil", n, err, full-fi.Size())
 	}
 }
