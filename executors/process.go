@@ -229,17 +229,28 @@ func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, started E
 	report(finishEvent(fin, status, waitErr))
 }
 
-// prepareScratch writes the input file, creating the run's scratch folder
-// if it is missing, and removes any stale output file (left by a start of
-// the same attempt whose dispatch was lost: see docs/format.md, "Crash
-// safety").
-func prepareScratch(job Job) (attemptFiles, error) {
+// scratchPrefix is job.Scratch made absolute (the task may run in another
+// folder).
+func scratchPrefix(job Job) (string, error) {
 	if job.Scratch == "" {
-		return attemptFiles{}, errors.New("no scratch path")
+		return "", errors.New("no scratch path")
 	}
 	prefix, err := filepath.Abs(job.Scratch)
 	if err != nil {
-		return attemptFiles{}, fmt.Errorf("scratch path: %w", err)
+		return "", fmt.Errorf("scratch path: %w", err)
+	}
+	return prefix, nil
+}
+
+// prepareScratch writes the input file, creating the run's scratch folder
+// if it is missing, and removes any stale output file. None is expected
+// (the attempt's files are removed when it ends or is interrupted, and a
+// start whose dispatch was lost never ran), but a removal that failed
+// must not hand an old output to this attempt.
+func prepareScratch(job Job) (attemptFiles, error) {
+	prefix, err := scratchPrefix(job)
+	if err != nil {
+		return attemptFiles{}, err
 	}
 	files := attemptFiles{input: prefix + inputSuffix, output: prefix + outputSuffix}
 	input := job.Input

@@ -117,8 +117,8 @@ type runnerSpec struct {
 	Types     compiledTypes `json:"types"`
 }
 
-// Start checks job.Python, writes the runner's spec beside the scratch files and
-// starts the interpreter as Process.Start does, with the same events. The
+// Start checks job.Python, writes the runner's spec beside the scratch
+// files and starts the interpreter as Process.Start does, with the same events. The
 // Finished event of a task that failed carries the runner's reason.
 func (p *Python) Start(job Job, report func(Event)) (Handle, error) {
 	pp, err := p.Prepare(job)
@@ -169,12 +169,9 @@ func (p *Python) prepare(job *Job) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if job.Scratch == "" {
-		return "", errors.New("no scratch path")
-	}
-	prefix, err := filepath.Abs(job.Scratch)
+	prefix, err := scratchPrefix(*job)
 	if err != nil {
-		return "", fmt.Errorf("scratch path: %w", err)
+		return "", err
 	}
 	spec.ErrorFile = prefix + errorSuffix
 	specPath := prefix + pythonSpecSuffix

@@ -45,9 +45,10 @@ import (
 // another directory: each segment's durable entries, plus, chosen by the
 // seed, none, all, or a part of what was written after them since its last
 // fsync, possibly with a torn last chunk of zeros or garbage, and zeros up
-// to its durable size (the padding those writes went into); segment files whose creation was not yet
-// made durable by a folder fsync are kept or lost (as a prefix in creation
-// order: a journaling file system commits creations in order).
+// to its durable size (the padding those writes went into); segment files
+// whose creation was not yet made durable by a folder fsync are kept or
+// lost (as a prefix in creation order: a journaling file system commits
+// creations in order).
 
 var errCrash = errors.New("power cut (simulated)")
 
@@ -94,8 +95,8 @@ type crashResult struct {
 // hist holds every frame of dataDir's log from index 1 (those compaction
 // truncated included).
 func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][]byte) (*diskModel, error) {
-	m := &diskModel{dataDir: dataDir, walDir: filepath.Join(dataDir, "wal"), durSize: map[string]int64{}, durEnd: map[string]int64{},
-		durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image,
+	m := &diskModel{dataDir: dataDir, walDir: filepath.Join(dataDir, "wal"),
+		durSize: map[string]int64{}, durEnd: map[string]int64{}, durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image,
 		hist: append([][][]byte(nil), hist...)}
 	m.gate = sync.NewCond(&m.mu)
 	m.snapDurable, m.snapDirDurable = readSnapDir(dataDir) // what survived the previous cut; boot fsyncs the data folder
@@ -360,14 +361,7 @@ func (m *diskModel) unsynced(tail []byte) ([]byte, string) {
 }
 
 // allZero tells whether every byte of b is zero (the wal's padding).
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+func allZero(b []byte) bool { return lastNonZero(b) < 0 }
 
 // lastNonZero is the index of b's last non-zero byte (-1 if none).
 func lastNonZero(b []byte) int {

@@ -262,10 +262,7 @@ func TestCorruptionIsLoud(t *testing.T) {
 		segSize int
 	}{{"last segment", 0}, {"earlier segment", 200}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			l := openT(t, dir, tc.segSize)
-			appendRecs(t, l, 0, 40)
-			l.Close()
+			dir, _ := writtenLog(t, tc.segSize, 40)
 			first := filepath.Join(dir, "00000000000000000001")
 			data, _ := os.ReadFile(first)
 			data[len(rec(0))/2+4] ^= 0xff // inside frame 1's record
@@ -292,11 +289,7 @@ func openAndReplay(dir string) error {
 }
 
 func TestMissingSegmentIsLoud(t *testing.T) {
-	dir := t.TempDir()
-	l := openT(t, dir, 100)
-	appendRecs(t, l, 0, 60)
-	l.Close()
-	segs, _ := listSegments(dir)
+	dir, segs := writtenLog(t, 100, 60)
 	if len(segs) < 4 {
 		t.Fatalf("need several segments, got %d", len(segs))
 	}
@@ -678,6 +671,24 @@ func TestTruncateFrontRemovesOldestFirst(t *testing.T) {
 }
 
 // appendRecs appends rec(i) for i in [from, to), one frame each.
+// writtenLog writes records 0..n-1 to a new log of segment size seg (0:
+// the default), one frame each, closes it and returns its folder and its
+// segments.
+func writtenLog(t *testing.T, seg, n int) (string, []segmentFile) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openT(t, dir, seg)
+	appendRecs(t, l, 0, n)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, segs
+}
+
 func appendRecs(t *testing.T, l *Log, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -59,13 +60,9 @@ func TestTailIsPadded(t *testing.T) {
 // the entry that reaches it goes past it, so every segment but the tail
 // ends with its last entry.
 func TestFullSegmentsHaveNoPadding(t *testing.T) {
-	dir := t.TempDir()
-	l := openT(t, dir, 500)
-	appendRecs(t, l, 0, 200)
-	l.Close()
-	segs, err := listSegments(dir)
-	if err != nil || len(segs) < 3 {
-		t.Fatalf("%d segments, %v: want several", len(segs), err)
+	_, segs := writtenLog(t, 500, 200)
+	if len(segs) < 3 {
+		t.Fatalf("%d segments: want several", len(segs))
 	}
 	for _, s := range segs[:len(segs)-1] {
 		fi, _ := os.Stat(s.path)
@@ -88,11 +85,8 @@ func TestTornEntryInPadding(t *testing.T) {
 		"zero then garbage":   {0, 0, 0, 7, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			src := t.TempDir()
-			l := openT(t, src, 0)
-			appendRecs(t, l, 0, 4)
-			l.Close()
-			seg := segmentFile{path: filepath.Join(src, segmentName(1)), first: 1}
+			_, segs := writtenLog(t, 0, 4)
+			seg := segs[0]
 			data, _ := os.ReadFile(seg.path)
 			good := entriesEndOf(t, seg)
 			if torn == nil { // the first 5 bytes of entry 4, written over entry 4
@@ -107,7 +101,7 @@ func TestTornEntryInPadding(t *testing.T) {
 			if err := os.WriteFile(path, img, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l = openT(t, dir, 0)
+			l := openT(t, dir, 0)
 			defer l.Close()
 			if want := int64(len(bytes.TrimRight(torn, "\x00"))); l.CutBytes() != want {
 				t.Fatalf("cut %d bytes, want %d (the torn bytes, not the padding after them)", l.CutBytes(), want)
@@ -130,11 +124,7 @@ func TestTornEntryInPadding(t *testing.T) {
 // TestZeroThenGarbageInFullSegmentIsCorruption: in a segment that is not
 // the tail, zeros followed by other bytes are corruption, never an end.
 func TestZeroThenGarbageInFullSegmentIsCorruption(t *testing.T) {
-	dir := t.TempDir()
-	l := openT(t, dir, 300)
-	appendRecs(t, l, 0, 60)
-	l.Close()
-	segs, _ := listSegments(dir)
+	dir, segs := writtenLog(t, 300, 60)
 	first := segs[0]
 	data, _ := os.ReadFile(first.path)
 	end := entriesEndOf(t, first)
@@ -157,10 +147,7 @@ func TestZeroThenGarbageInFullSegmentIsCorruption(t *testing.T) {
 // and stops at the padding: cutting after the last entry removes only the
 // padding, and an index beyond is refused.
 func TestCutAtPaddedTail(t *testing.T) {
-	dir := t.TempDir()
-	l := openT(t, dir, 0)
-	appendRecs(t, l, 0, 5)
-	l.Close()
+	dir, _ := writtenLog(t, 0, 5)
 	if _, err := CutAt(dir, 7, quiet); err == nil || !strings.Contains(err.Error(), "past the end of the log (last index 5)") {
 		t.Fatalf("cut at 7 of a 5-entry log: %v, want past the end", err)
 	}
@@ -300,5 +287,36 @@ func TestSizeSkipsSegmentTruncatedMeanwhile(t *testing.T) {
 	defer func() { statFile = os.Stat }()
 	if n, err := l.Size(); err != nil || n != full-fi.Size() {
 		t.Fatalf("Size with a segment gone meanwhile = %d, %v; want %d, nil", n, err, full-fi.Size())
+	}
+}
+
+// TestPadFailureGrowsTheFile: when the padding cannot be written (a disk
+// with less than a step free), the entry is written all the same, growing
+// the file, and the segment is not padded again: a nearly full disk fails
+// an append only when the entry itself does not fit.
+func TestPadFailureGrowsTheFile(t *testing.T) {
+	var pads int
+	padWrite = func(f *os.File, b []byte, off int64) (int, error) {
+		pads++
+		n, _ := f.WriteAt(b[:len(b)/3], off) // part of it, then the disk is full
+		return n, syscall.ENOSPC
+	}
+	defer func() { padWrite = (*os.File).WriteAt }()
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	appendRecs(t, l, 0, 3)
+	appendRecs(t, l, 3, 4000) // well past the third of a step written
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pads != 1 {
+		t.Fatalf("padding tried %d times, want once for the segment", pads)
+	}
+	if got := readAll(t, dir); len(got) != 4000 || !bytes.Equal(got[3999], rec(3999)) {
+		t.Fatalf("%d records read back, want the 4,000 appended", len(got))
+	}
+	seg := segmentFile{path: filepath.Join(dir, segmentName(1)), first: 1}
+	if fi, _ := os.Stat(seg.path); fi.Size() != entriesEndOf(t, seg) {
+		t.Fatalf("segment of %d bytes, entries up to %d: want it grown by its entries, no padding after them", fi.Size(), entriesEndOf(t, seg))
 	}
 }

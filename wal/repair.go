@@ -19,7 +19,7 @@ const maxLookahead = 1 << 20
 // tailEnd is where the last segment of a folder ends once repairTail is
 // done: the index of its last entry (its first index - 1 when it is empty),
 // where its entries end, and its size in bytes (larger when zero padding
-// follows the entries).
+// follows the entries; never smaller).
 type tailEnd struct {
 	last  uint64
 	bytes int
@@ -28,8 +28,9 @@ type tailEnd struct {
 
 // repairTail applies recovery step 1 (see the package doc) to the last
 // segment of dir. It returns the number of torn bytes cut (0 when the tail
-// was whole; zero padding after them not counted) and where the tail now ends (the zero tailEnd when dir holds no
-// segment), so that Open reads the tail once.
+// was whole; zero padding after them not counted) and where the tail now
+// ends (the zero tailEnd when dir holds no segment), so that Open reads
+// the tail once.
 func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {

@@ -117,7 +117,7 @@ func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segmen
 		return nil, err
 	}
 	return &segments{dir: dir, size: size, tail: f, name: filepath.Base(tail.path), bytes: end.bytes,
-		padded: max(end.size, end.bytes), step: step, first: segs[0].first, last: end.last}, nil
+		padded: end.size, step: step, first: segs[0].first, last: end.last}, nil
 }
 
 // write appends entry (uvarint(len) || frame, the frame at index last+1)
@@ -168,13 +168,16 @@ func (s *segments) pad(n int) {
 	end := s.bytes + n
 	for end > s.padded && s.padded < s.size && !s.noPad {
 		k := min(s.step, s.size-s.padded)
-		w, err := s.tail.WriteAt(zeroChunk[:k], int64(s.padded))
+		w, err := padWrite(s.tail, zeroChunk[:k], int64(s.padded))
 		s.padded += w
 		if err != nil {
 			s.noPad = true
 		}
 	}
 }
+
+// padWrite is (*os.File).WriteAt for pad; tests make it fail.
+var padWrite = (*os.File).WriteAt
 
 // unpad truncates the tail's padding, fsynced, before it stops being the
 // tail: only when a folder padded with a larger segment size left more
