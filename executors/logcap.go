@@ -54,20 +54,24 @@ func splitCap(maxBytes int64) (head, tail int64) {
 //
 // The log file (and its folder) is created on the first byte of output,
 // by a goroutine of its own (see create): an attempt that writes nothing
-// has no log file, and the reactor, which hands output to Write, never
-// waits on a file's creation unless a task writes more than maxEarly bytes
-// before its log exists (a burst of over 16 KiB within the few hundred
-// microseconds of a creation: the reactor then waits, and so do the other
-// tasks' output and exits). Why: creating a file and a folder were half
-// the work of starting a quiet task, and on ext4 each creation can take a
-// few hundred microseconds (the inode allocator skips recently freed
-// inodes), on the path from one task's end to the next one's start.
+// has no log file. Output that arrives meanwhile is kept in memory. Once
+// that holds maxEarly bytes, more output waits for the file: the reactor,
+// which hands output to offer, stops reading that task's pipe until the
+// file exists (the task then blocks on a full pipe, as it would behind a
+// slow disk), and never waits itself, so a burst from one task does not
+// hold up the other tasks' output and exits; the copier goroutine of the
+// way without the reactor, which calls Write, waits. Why create late:
+// creating a file and a folder were half the work of starting a quiet
+// task, and on ext4 each creation can take a few hundred microseconds (the
+// inode allocator skips recently freed inodes), on the path from one
+// task's end to the next one's start.
 //
 // Memory is bounded and does not depend on the cap: the struct, and while
-// the log is being created the output received meanwhile (at most
-// maxEarly bytes, in a slice grown by append); output is moved through
-// the reactor's one buffer (see reactor), or, without the reactor and only
-// while output is being moved, a pooled copy buffer (see ReadFrom).
+// the log is being created the output received meanwhile (under maxEarly
+// bytes plus one read, at most copyBufSize, in a slice grown by append);
+// output is moved through the reactor's one buffer (see reactor), or,
+// without the reactor and only while output is being moved, a pooled copy
+// buffer (see ReadFrom).
 //
 // A write error (disk full, log or sidecar not creatable) does not stop
 // the task: later output is counted but dropped, finish notes the error in
@@ -75,9 +79,11 @@ func splitCap(maxBytes int64) (head, tail int64) {
 type cappedLog struct {
 	mu        sync.Mutex // Write may be called from several goroutines
 	path      string
-	log       *os.File      // opened for appending; nil until created
-	creating  chan struct{} // made when create starts, closed when it is done
-	early     []byte        // output received while the log is being created
+	open      func(path string) (*os.File, error) // openLog; tests delay it
+	log       *os.File                            // opened for appending; nil until created
+	creating  chan struct{}                       // made when create starts, closed when it is done
+	early     []byte                              // output received while the log is being created
+	onCreated func()                              // set by whenCreated: called once create is done
 	ringPath  string
 	ring      *os.File // created on the first byte past the head
 	headLeft  int64    // head bytes still to write to the log
@@ -90,7 +96,8 @@ type cappedLog struct {
 }
 
 // maxEarly bounds the output a cappedLog keeps in memory while its log
-// file is being created; a Write beyond it waits for the file.
+// file is being created: once it holds that much, more output waits for
+// the file (Write waits; offer tells its caller to stop reading).
 const maxEarly = 16 << 10
 
 // newCappedLog returns a cappedLog of maxBytes (> 0) writing to path,
@@ -101,46 +108,90 @@ func newCappedLog(path string, maxBytes int64) (*cappedLog, error) {
 		return nil, fmt.Errorf("log cap %d is not positive", maxBytes)
 	}
 	head, tail := splitCap(maxBytes)
-	return &cappedLog{path: path, ringPath: path + tailSuffix, headLeft: head, headSize: head, tailSize: tail}, nil
+	return &cappedLog{path: path, open: openLog, ringPath: path + tailSuffix, headLeft: head, headSize: head, tailSize: tail}, nil
 }
 
-// Write takes output of the task. It always reports len(p) written: a
-// failing log must not make the pipe copier stop, which would leave the
-// task blocked on a full pipe or killed by SIGPIPE.
+// Write takes output of the task, first waiting for the log's creation if
+// the output kept meanwhile holds maxEarly bytes. It always reports len(p)
+// written: a failing log must not make the pipe copier stop, which would
+// leave the task blocked on a full pipe or killed by SIGPIPE.
 func (c *cappedLog) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := len(p)
-	if n == 0 {
-		return 0, nil // creates no log, and needs none
-	}
-	c.total += int64(n)
-	if c.log == nil && c.err == nil && !c.done {
-		if c.creating == nil {
-			c.creating = make(chan struct{})
-			go c.create()
-		}
-		if len(c.early)+n <= maxEarly {
-			c.early = append(c.early, p...)
-			return n, nil
-		}
+	if c.earlyFull() {
 		creating := c.creating
 		c.mu.Unlock()
 		<-creating // create took c.early first: order is kept
 		c.mu.Lock()
 	}
-	if c.err != nil || c.done {
-		return n, nil
-	}
-	c.put(p)
-	return n, nil
+	c.take(p)
+	c.mu.Unlock()
+	return len(p), nil
 }
 
-// create creates the log file, then writes to it what Write kept meanwhile.
-func (c *cappedLog) create() {
-	f, err := openLog(c.path)
+// offer takes output of the task like Write, but never waits: it returns
+// true when the output kept while the log is being created (p included)
+// holds maxEarly bytes or more. The caller must then give no more output
+// until the creation is done (see whenCreated). Offers and Writes are
+// kept in the order they are given.
+func (c *cappedLog) offer(p []byte) (full bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.take(p)
+	return c.earlyFull()
+}
+
+// whenCreated arranges for f to be called, from another goroutine, once
+// the log's creation is done, and returns true; it returns false, and
+// never calls f, if no creation is under way. One f at a time.
+func (c *cappedLog) whenCreated(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.beingCreated() {
+		return false
+	}
+	c.onCreated = f
+	return true
+}
+
+// beingCreated: the log's creation started and is not done. Called with
+// mu held.
+func (c *cappedLog) beingCreated() bool {
+	return c.creating != nil && c.log == nil && c.err == nil && !c.done
+}
+
+// earlyFull: the log is being created and the output kept meanwhile holds
+// maxEarly bytes or more. Called with mu held.
+func (c *cappedLog) earlyFull() bool {
+	return c.beingCreated() && len(c.early) >= maxEarly
+}
+
+// take counts p and writes it to the log, or keeps it until the log is
+// created (starting the creation on the first byte). Called with mu held.
+func (c *cappedLog) take(p []byte) {
+	if len(p) == 0 {
+		return // creates no log, and needs none
+	}
+	c.total += int64(len(p))
+	if c.err != nil || c.done {
+		return
+	}
+	if c.log == nil {
+		if c.creating == nil {
+			c.creating = make(chan struct{})
+			go c.create()
+		}
+		c.early = append(c.early, p...)
+		return
+	}
+	c.put(p)
+}
+
+// create creates the log file, then writes to it what was kept meanwhile,
+// and calls the function given to whenCreated, if any, before created
+// returns.
+func (c *cappedLog) create() {
+	f, err := c.open(c.path)
+	c.mu.Lock()
 	if err != nil {
 		c.err = err
 	} else {
@@ -148,6 +199,12 @@ func (c *cappedLog) create() {
 		c.put(c.early)
 	}
 	c.early = nil
+	onCreated := c.onCreated
+	c.onCreated = nil
+	c.mu.Unlock()
+	if onCreated != nil {
+		onCreated()
+	}
 	close(c.creating)
 }
 

@@ -678,3 +678,72 @@ func BenchmarkLogCapIdleMemory(b *testing.B) {
 		})
 	}
 }
+
+// delayedOpen makes c's log creation wait until the returned function is
+// called.
+func delayedOpen(c *cappedLog) (release func()) {
+	gate := make(chan struct{})
+	c.open = func(path string) (*os.File, error) {
+		<-gate
+		return openLog(path)
+	}
+	return sync.OnceFunc(func() { close(gate) })
+}
+
+// TestCappedLogOfferWhileCreating: while the log is being created, offer
+// keeps output and never waits, and says when maxEarly bytes are kept;
+// whenCreated's function is called once the file exists, which then holds
+// every byte offered, in order; with no creation under way whenCreated
+// declines.
+func TestCappedLogOfferWhileCreating(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "logs", "t", "1.log")
+	c, err := newCappedLog(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := delayedOpen(c)
+	defer func() { release(); c.created() }() // no creation outlives the test's folder
+	if c.whenCreated(func() {}) {
+		t.Fatal("whenCreated accepted before any output started a creation")
+	}
+	var want []byte
+	offer := func(n int) bool {
+		p := pattern(uint64(len(want)), int64(n))
+		want = append(want, p...)
+		return c.offer(p)
+	}
+	if offer(maxEarly - 10) {
+		t.Fatalf("full after %d bytes, under maxEarly", maxEarly-10)
+	}
+	if !offer(copyBufSize) { // one whole read past maxEarly: kept, and full
+		t.Fatalf("not full after %d bytes", len(want))
+	}
+	created := make(chan struct{})
+	if !c.whenCreated(func() { close(created) }) {
+		t.Fatal("whenCreated declined while the log is being created")
+	}
+	select {
+	case <-created:
+		t.Fatal("told created before the file was")
+	default:
+	}
+	release()
+	select {
+	case <-created:
+	case <-time.After(guard):
+		t.Fatal("not told within the guard time that the log was created")
+	}
+	if c.whenCreated(func() { t.Error("called with no creation under way") }) {
+		t.Error("whenCreated accepted after the creation")
+	}
+	if offer(5) {
+		t.Error("full once the log exists")
+	}
+	if err := c.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFileString(t, path); got != string(want) {
+		t.Errorf("log holds %d bytes, want the %d offered, in order", len(got), len(want))
+	}
+}

@@ -26,7 +26,10 @@ import (
 //
 // The reactor reads a readable pipe into its one buffer and appends that
 // to the task's cappedLog (one read per readiness, so a chatty task does
-// not starve the others). When a pidfd becomes readable the child has
+// not starve the others). While a log file is being created its output is
+// kept in memory; once that holds maxEarly bytes the reactor stops
+// watching the pipe until the file exists (see pause), instead of waiting
+// for it. When a pidfd becomes readable the child has
 // exited: the reactor disarms Stop (markExited), reaps it, and keeps
 // reading its pipe until EOF or logDrainDelay (members of the group left
 // running may hold the pipe open), then closes the pipe and hands the rest
@@ -72,6 +75,10 @@ type proc struct {
 	// started is held from Start until Started has been reported, so that
 	// Finished, reported by another goroutine, always comes after it.
 	started sync.Mutex
+
+	// paused is the pipe, while the reactor does not read it because its
+	// log is being created (see pause); -1 otherwise. Guarded by r.mu.
+	paused int
 
 	exited   bool
 	status   syscall.WaitStatus
@@ -131,6 +138,7 @@ func newReactor() (*reactor, error) {
 func (r *reactor) add(p *proc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	p.paused = -1
 	// Level-triggered: a readiness not acted upon is reported again.
 	if p.pipe >= 0 {
 		if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, p.pipe, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.pipe)}); err != nil {
@@ -187,9 +195,10 @@ func (r *reactor) loop() {
 			for _, ev := range events[:n] {
 				r.mu.Lock()
 				p := r.procs[ev.Fd]
+				paused := p != nil && p.paused == int(ev.Fd)
 				r.mu.Unlock()
 				switch {
-				case p == nil:
+				case p == nil, paused:
 				case int(ev.Fd) == p.pipe:
 					r.readPipe(p)
 				case int(ev.Fd) == p.pidfd:
@@ -242,13 +251,59 @@ func (r *reactor) readPipe(p *proc) {
 	case err == unix.EAGAIN:
 		return // nothing after all
 	case n > 0:
-		_, _ = p.capped.Write(r.buf[:n])
+		if p.capped.offer(r.buf[:n]) {
+			r.pause(p)
+		}
 		return
 	}
 	r.unwatch(p.pipe)
 	p.pipe = -1
 	if p.exited {
 		r.finish(p)
+	}
+}
+
+// pause stops reading p's pipe while its log is being created and holds
+// maxEarly bytes of output in memory: the pipe is switched to
+// edge-triggered with no event asked for (only a hang-up is reported, once,
+// and the loop skips it) until the log's creation is done (see resume).
+// The epoll item stays: switching it back allocates nothing, so it cannot
+// fail for want of memory. If the switch fails all the same, the reactor
+// waits for the creation, as Write does.
+func (r *reactor) pause(p *proc) {
+	r.mu.Lock()
+	err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_MOD, p.pipe, &unix.EpollEvent{Events: unix.EPOLLET, Fd: int32(p.pipe)})
+	if err == nil {
+		p.paused = p.pipe
+	}
+	r.mu.Unlock()
+	if err != nil || !p.capped.whenCreated(func() { r.resume(p) }) {
+		if err != nil {
+			p.capped.created()
+		}
+		r.resume(p) // the creation is done already
+	}
+}
+
+// resume reads p's pipe again, if the reactor still watches it (it is
+// closed once p's drain deadline passes: see expire). Called by the
+// log's creation once it is done, on another goroutine than the loop.
+func (r *reactor) resume(p *proc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fd := p.paused
+	if fd < 0 {
+		return
+	}
+	p.paused = -1
+	if r.procs[int32(fd)] != p {
+		return // closed meanwhile
+	}
+	// Level-triggered again: what is in the pipe is reported at once.
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+		// Cannot happen to a registered descriptor: the pipe is then
+		// read no more, and closed at its drain deadline.
+		p.fin.logIncomplete(fmt.Errorf("watch log pipe again: %w", os.NewSyscallError("epoll_ctl", err)))
 	}
 }
 
@@ -273,8 +328,12 @@ func (r *reactor) exited(p *proc) {
 }
 
 // expire closes the pipes of the exited procs whose drain deadline passed:
-// what the rest of their group writes after that is lost.
+// what the rest of their group writes after that is lost. A pipe that is
+// paused (its log still being created) gets another logDrainDelay from
+// now instead: what the task wrote before its exit is not lost to a slow
+// creation.
 func (r *reactor) expire(now time.Time) {
+	var again []*proc
 	i := 0
 	for ; i < len(r.draining); i++ {
 		p := r.draining[i]
@@ -284,12 +343,20 @@ func (r *reactor) expire(now time.Time) {
 		if p.deadline.After(now) {
 			break
 		}
+		r.mu.Lock()
+		paused := p.paused >= 0
+		r.mu.Unlock()
+		if paused {
+			p.deadline = now.Add(logDrainDelay) // after every other deadline
+			again = append(again, p)
+			continue
+		}
 		r.unwatch(p.pipe)
 		p.pipe = -1
 		r.finish(p)
 	}
 	clear(r.draining[:i])
-	r.draining = r.draining[i:]
+	r.draining = append(r.draining[i:], again...)
 	if len(r.draining) == 0 {
 		r.draining = nil // let the backing array go
 	}

@@ -184,6 +184,18 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// handDrivenReactor is a reactor with no loop goroutine: a test calls its
+// methods itself.
+func handDrivenReactor(t *testing.T) *reactor {
+	t.Helper()
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(epfd) })
+	return &reactor{epfd: epfd, procs: make(map[int32]*proc), buf: make([]byte, copyBufSize)}
+}
+
 // TestReactorDrainDeadlines drives a reactor's drain queue by hand (no
 // loop goroutine, a clock given to expire): an exited proc whose pipe is
 // still open is finished at its deadline and not before, one whose pipe
@@ -191,12 +203,7 @@ func selfCPU() time.Duration {
 // deadline the loop waits for is always that of the first proc still
 // draining.
 func TestReactorDrainDeadlines(t *testing.T) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(epfd)
-	r := &reactor{epfd: epfd, procs: make(map[int32]*proc), buf: make([]byte, copyBufSize)}
+	r := handDrivenReactor(t)
 	finished := make(chan string, 3)
 	writers := map[string]int{}
 	newProc := func(name string) *proc {
@@ -277,6 +284,120 @@ func TestReactorDrainDeadlines(t *testing.T) {
 		if r.procs[int32(fd)] != nil {
 			t.Errorf("closed pipe %d still in the table", fd)
 		}
+		unix.Close(fd)
+	}
+}
+
+// readyFds lists the descriptors epfd reports ready to read now.
+func readyFds(t *testing.T, epfd int) map[int]bool {
+	t.Helper()
+	events := make([]unix.EpollEvent, 16)
+	n, err := unix.EpollWait(epfd, events, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := map[int]bool{}
+	for _, ev := range events[:n] {
+		if ev.Events&unix.EPOLLIN != 0 {
+			ready[int(ev.Fd)] = true
+		}
+	}
+	return ready
+}
+
+// TestReactorPausesPipeWhileLogIsCreated drives a reactor by hand (no loop
+// goroutine): a task that writes more than maxEarly bytes before its log
+// exists has its pipe paused, not waited for (readPipe returns with the
+// creation still blocked, and the pipe is no longer reported though it
+// holds output), and read again once the log exists; a paused pipe of an
+// exited task outlives its drain deadline; the log gets every byte, in
+// order.
+func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
+	r := handDrivenReactor(t)
+	var pipe, stand [2]int
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Pipe2(stand[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(stand[0])
+	defer unix.Close(stand[1])
+	writer := pipe[1]
+	defer func() { unix.Close(writer) }()
+	path := filepath.Join(t.TempDir(), "logs", "t", "1.log")
+	capped, err := newCappedLog(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := delayedOpen(capped)
+	defer func() { release(); capped.created() }() // no creation outlives the test's folder
+	finished := make(chan struct{})
+	// A pipe stands in for the pidfd: the test never calls exited.
+	p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], capped: capped, fin: finishInfo{taskID: "t"},
+		report: func(Event) { close(finished) }}
+	if err := r.add(p); err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	write := func(n int) {
+		t.Helper()
+		b := pattern(uint64(len(want)), int64(n))
+		if k, err := unix.Write(writer, b); k != n || err != nil {
+			t.Fatalf("write to the pipe = %d, %v; want %d", k, err, n)
+		}
+		want = append(want, b...)
+	}
+	readPipe := func() {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { r.readPipe(p); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(guard):
+			t.Fatal("readPipe waited for the log's creation")
+		}
+	}
+
+	write(maxEarly + 100)
+	readPipe() // one read takes it all
+	if p.paused != p.pipe {
+		t.Fatalf("after %d bytes kept, the pipe is not paused", len(want))
+	}
+	write(1000) // waits in the pipe
+	if readyFds(t, r.epfd)[p.pipe] {
+		t.Fatal("a paused pipe is reported ready")
+	}
+	// The task exits; its drain deadline passes while the pipe is paused.
+	t0 := time.Now()
+	p.exited = true
+	p.deadline = t0
+	r.draining = append(r.draining, p)
+	r.expire(t0)
+	if p.pipe < 0 || len(r.draining) != 1 || !p.deadline.Equal(t0.Add(logDrainDelay)) {
+		t.Fatalf("paused pipe at its drain deadline: pipe %d, %d draining, deadline +%v; want kept for another %v",
+			p.pipe, len(r.draining), p.deadline.Sub(t0), logDrainDelay)
+	}
+
+	release()
+	capped.created() // returns once the pipe is resumed
+	if !readyFds(t, r.epfd)[p.pipe] {
+		t.Fatal("the pipe is not read again once the log exists")
+	}
+	unix.Close(writer)
+	writer = -1
+	for p.pipe >= 0 {
+		readPipe()
+	}
+	select {
+	case <-finished:
+	case <-time.After(guard):
+		t.Fatal("not finished after EOF")
+	}
+	if got := readFileString(t, path); got != string(want) {
+		t.Errorf("log holds %d bytes, want the %d written, in order", len(got), len(want))
+	}
+	for _, fd := range r.closing {
 		unix.Close(fd)
 	}
 }
