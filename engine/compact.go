@@ -155,6 +155,7 @@ func (e *Engine) maybeCompact(now int64) {
 	}
 	pruned := e.prune(now)
 	snap := e.state.BeginSnapshot(e.wal.LastIndex())
+	e.spanMax = max(e.spanMax, e.logBytes)
 	e.compacting, e.logBytes = true, 0
 	e.copying = &copying{snap: snap, prev: e.snapIndex, pruned: pruned}
 	e.compactFault("begin") // tests: a notification; its error is ignored
@@ -317,6 +318,7 @@ func (e *Engine) compactFault(step string) error {
 // compacted handles the background writer's report (loop goroutine).
 func (e *Engine) compacted(r *compactResult) {
 	e.compacting = false
+	e.lagMax = max(e.lagMax, e.logBytes)
 	defer e.notify() // tests wait on Changed for a compaction's end
 	if r.err != nil {
 		e.log.Error("compaction failed; the log keeps growing until the next try", "err", r.err)

@@ -73,6 +73,11 @@ type Engine struct {
 	stepBudget  int          // runs and tasks a copy step takes: snapshotStep; tests may change it before Start
 	compactions atomic.Int64
 	compactDone chan *compactResult // reports of a compaction that outlived the loop
+	// What the disk bound depends on besides the settings (see
+	// TestDiskStaysBounded): the most bytes logged between two
+	// compactions' beginnings, and while one was under way, and the
+	// largest entry.
+	spanMax, lagMax, entryMax int64
 
 	metrics metrics
 	bootCut int64 // torn-tail bytes cut when the WAL was opened

@@ -44,6 +44,14 @@ func frameSize(index uint64, records [][]byte) int {
 	return n
 }
 
+// EntrySize is the bytes an append of records at index adds to the log
+// when its frame holds them alone (a frame that group commit shares with
+// other appends' records takes less): the entry, as Size counts it.
+func EntrySize(index uint64, records [][]byte) int64 {
+	n := frameSize(index, records)
+	return int64(uvarintLen(uint64(n)) + n)
+}
+
 func uvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {

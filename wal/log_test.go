@@ -697,3 +697,33 @@ func appendRecs(t *testing.T, l *Log, from, to int) {
 		}
 	}
 }
+
+// TestEntrySize: an append, alone in its frame, grows Size by exactly
+// EntrySize, for records of every length class of the uvarints involved.
+func TestEntrySize(t *testing.T) {
+	t.Parallel()
+	l := openT(t, t.TempDir(), 1<<20)
+	defer l.Close()
+	for _, recs := range [][][]byte{
+		{{1}},
+		{make([]byte, 127), make([]byte, 128)},
+		{make([]byte, 20000)},
+		{{1}, {2}, {3}, make([]byte, 300)},
+	} {
+		before, err := l.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		index, err := l.Append(recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := l.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := EntrySize(index, recs), after-before; got != want {
+			t.Errorf("%d records at %d: EntrySize %d, Size grew by %d", len(recs), index, got, want)
+		}
+	}
+}
