@@ -283,13 +283,19 @@ func (e *Engine) writeSnapshotFile(path string, snap *replay.Snapshot) error {
 }
 
 // truncateTo drops the log's entries up to index prev, keeping one
-// snapshot's worth of log so that the previous snapshot stays usable.
+// snapshot's worth of log so that the previous snapshot stays usable. It
+// runs on the background writer: the log is read under the lock, which
+// recovery from a full disk holds while it replaces it (a truncation of
+// the log it closed then fails, and the next compaction tries again).
 func (e *Engine) truncateTo(prev uint64) error {
-	first, err := e.wal.FirstIndex()
+	e.mu.RLock()
+	l := e.wal
+	e.mu.RUnlock()
+	first, err := l.FirstIndex()
 	if err != nil || prev == 0 || prev+1 <= first {
 		return err
 	}
-	return e.wal.TruncateFront(prev + 1)
+	return l.TruncateFront(prev + 1)
 }
 
 // removeOld removes snapshots older than prev and the log folders of pruned

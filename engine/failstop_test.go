@@ -26,6 +26,10 @@ func openWithFault(t *testing.T, dir string, ex executors.Executor, fault wal.Fa
 	return e
 }
 
+// retryRecovery fires the engine's recovery timer: it advances the engine's
+// fake clock past the longest backoff.
+func retryRecovery(e *Engine) { e.cfg.Clock.(*fakeClock).Advance(maxRecoveryWait) }
+
 // TestFsyncFailureIsFailStop: the turn whose fsync fails is answered with
 // ErrUnavailable, every later write too, reads keep working, the fsync is
 // never retried, and a restart keeps everything that was acknowledged.
@@ -95,14 +99,15 @@ func TestDiskFullRecoversInProcess(t *testing.T) {
 		t.Fatalf("trigger on a full disk: %v, want ErrUnavailable caused by ENOSPC", err)
 	}
 	full.Store(false) // space freed
+	retryRecovery(e)
 	waitFor(t, e, "recovery", func() bool { return e.Err() == nil })
 
 	after := trigger(t, e, "diamond")
-	// Whether the failed frame reached the file decides whether a's success
-	// survived (the write failed after the bytes went out here, as a short
-	// write may); either way every job that starts must finish, and both
+	// a's success was never recorded (the WAL takes back the failed
+	// write), so a runs again; every job that starts must finish, and both
 	// runs must succeed: nothing stays stuck in flight.
 	done := func() bool { return runStatus(e, before) == "success" && runStatus(e, after) == "success" }
+	again := false
 	for {
 		changed := e.Changed()
 		if done() {
@@ -110,11 +115,78 @@ func TestDiskFullRecoversInProcess(t *testing.T) {
 		}
 		select {
 		case j := <-m.jobs:
+			again = again || (j.TaskID == a.TaskID && j.Attempt > a.Attempt)
 			m.finish(j, true)
 		case <-changed:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("runs stuck after recovery: %s %s", runStatus(e, before), runStatus(e, after))
 		}
+	}
+	if !again {
+		t.Errorf("task %s, whose success was never recorded, did not run again", a.TaskID)
+	}
+}
+
+// TestFailedRecoveryShowsOnlyDurableState: a recovery attempt while the
+// disk is still full reopens the log and cannot record the interruption of
+// the attempt whose outcome was lost; reads then show the durable state
+// (the attempt running, as its dispatch left it), not the interruption that
+// was never written, and the next attempt, with space back, records it and
+// runs the task again.
+func TestFailedRecoveryShowsOnlyDurableState(t *testing.T) {
+	dir := t.TempDir()
+	var full atomic.Bool
+	failed := make(chan struct{}, 10)
+	m := newManual(t, dir)
+	e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
+		if op == wal.OpWrite && full.Load() {
+			failed <- struct{}{}
+			return fmt.Errorf("injected: %w", syscall.ENOSPC)
+		}
+		return nil
+	})
+	defer e.Close()
+	put(t, e, diamond("process"))
+	id := trigger(t, e, "diamond")
+	a := m.next()
+	status := func() string {
+		v, err := e.Run(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range v.Tasks {
+			if task.ID == a.TaskID {
+				return fmt.Sprintf("%s attempt %d", task.Status, task.Attempt)
+			}
+		}
+		t.Fatalf("task %s not in run %s", a.TaskID, id)
+		return ""
+	}
+	durable := status()
+	nextFailure := func(what string) {
+		t.Helper()
+		select {
+		case <-failed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no failed write: %s", what)
+		}
+	}
+
+	full.Store(true)
+	m.finish(a, true) // its outcome cannot be recorded
+	nextFailure("the task's outcome")
+	waitFor(t, e, "fail-stop", func() bool { return e.Err() != nil }) // the recovery is armed
+	retryRecovery(e)                                                  // still full: the interruption is not recorded
+	nextFailure("the recovery's record of the interruption")
+	if got := status(); got != durable { // waits for the recovery attempt to end
+		t.Fatalf("after a failed recovery the task reads %q, durably %q", got, durable)
+	}
+	full.Store(false)
+	retryRecovery(e)
+	waitFor(t, e, "recovery", func() bool { return e.Err() == nil })
+	j := m.next()
+	if j.TaskID != a.TaskID || j.Attempt != a.Attempt+1 {
+		t.Fatalf("after recovery %s attempt %d started, want %s attempt %d", j.TaskID, j.Attempt, a.TaskID, a.Attempt+1)
 	}
 }
 
@@ -154,6 +226,7 @@ func TestRealDiskFull(t *testing.T) {
 		t.Fatalf("read while failed shows version %d, last acknowledged %d", w.Version, acked.Version)
 	}
 	os.Remove(filler)
+	retryRecovery(e)
 	waitFor(t, e, "recovery after space is freed", func() bool { return e.Err() == nil })
 	w, err := e.Workflow("diamond")
 	if err != nil || w.Version < acked.Version {

@@ -16,15 +16,18 @@ const maxRecoveryWait = 30 * time.Second
 // failure, an fsync's above all, stays until the daemon is restarted: after
 // a failed fsync the page cache cannot be trusted, and re-reading it in
 // this process would be no safer than carrying on.
+//
+// The failure is published (Err) last, once the state is rebuilt and the
+// recovery timer armed: whoever sees it sees those too.
 func (e *Engine) failStop(err error) {
-	e.poison.CompareAndSwap(nil, &err)
 	e.rebuildDurable()
 	if recoverable(err) {
 		e.log.Error("disk full: no more work is accepted until space is freed; retrying", "err", err)
 		e.armRecovery()
-		return
+	} else {
+		e.log.Error("engine is fail-stop: the write-ahead log failed; restart the daemon", "err", err)
 	}
-	e.log.Error("engine is fail-stop: the write-ahead log failed; restart the daemon", "err", err)
+	e.poison.CompareAndSwap(nil, &err)
 }
 
 // recoverable reports a failure the engine may recover from by reopening
@@ -68,7 +71,7 @@ func (e *Engine) armRecovery() {
 	case e.recoverWait < maxRecoveryWait:
 		e.recoverWait = min(2*e.recoverWait, maxRecoveryWait)
 	}
-	e.recoverTimer = time.After(e.recoverWait)
+	e.recoverTimer = e.cfg.Clock.After(e.recoverWait)
 }
 
 // tryRecover reopens the WAL (cutting the torn tail a failed write left),
@@ -99,6 +102,7 @@ func (e *Engine) tryRecover() {
 	recs := e.reconcile(st)
 	if err := e.commit(recs); err != nil {
 		e.log.Warn("WAL recovery could not record interrupted attempts; will retry", "err", err)
+		e.rebuildDurable() // commit applied them: readers see none of it
 		e.armRecovery()
 		return
 	}

@@ -56,7 +56,7 @@ func TestDiskFullAfterTruncation(t *testing.T) {
 		t.Fatalf("after the failed write the engine shows %d runs, %d acknowledged: the rebuild of the durable state failed", n, acked)
 	}
 	full.Store(false)
-	clock.Advance(time.Second) // the recovery backoff
+	clock.Advance(time.Second) // the recovery backoff (RecoveryBackoff, on the engine's clock)
 	waitFor(t, e, "recovery after space is freed", func() bool { return e.Err() == nil })
 	work(t, e, 3)
 }

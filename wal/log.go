@@ -367,6 +367,9 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	}
 	l.WriteLatency.Observe(time.Since(start))
 	if err != nil {
+		if uerr := l.segs.undo(index); uerr != nil {
+			l.opts.Logger.Warn("wal: a reopen will cut or replay the failed write", "err", uerr)
+		}
 		return 0, l.fail(fmt.Errorf("write index %d: %w", index, err))
 	}
 	start = time.Now()

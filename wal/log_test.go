@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -725,5 +726,57 @@ func TestEntrySize(t *testing.T) {
 		if got, want := EntrySize(index, recs), after-before; got != want {
 			t.Errorf("%d records at %d: EntrySize %d, Size grew by %d", len(recs), index, got, want)
 		}
+	}
+}
+
+// TestFailedWriteIsTakenBack: an append whose write fails, after handing
+// all of its frame to the file (OpWrite) or none of it, leaves no trace a
+// reopen would replay or cut as a torn tail: in the tail segment, and when
+// the failed frame was the first of a new segment. The entries before it
+// are intact, and the reopened log appends at the failed index.
+func TestFailedWriteIsTakenBack(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		segment int
+	}{
+		{"in the tail", 1 << 20},
+		{"first of a new segment", 40}, // two entries fill a segment
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			full := errors.New("injected: no space left on device")
+			l, err := Open(dir, Options{Logger: quiet, SegmentSize: tt.segment, Fault: func(op Op, index uint64) error {
+				if op == OpWrite && index == 3 {
+					return full
+				}
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendRecs(t, l, 0, 2)
+			if _, err := l.Append([][]byte{rec(2)}); !errors.Is(err, full) {
+				t.Fatalf("append at the failing write: %v, want the injected error", err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, dir, tt.segment)
+			defer l.Close()
+			if l.LastIndex() != 2 || l.CutBytes() != 0 {
+				t.Fatalf("reopened: last index %d, %d torn bytes cut; want 2 and none", l.LastIndex(), l.CutBytes())
+			}
+			if broken, _ := filepath.Glob(filepath.Join(dir, "*.broken-*")); len(broken) > 0 {
+				t.Fatalf("reopen kept a copy of a torn tail: %v", broken)
+			}
+			if i, err := l.Append([][]byte{rec(7)}); i != 3 || err != nil {
+				t.Fatalf("append after reopen: index %d, %v; want 3", i, err)
+			}
+			got := readAll(t, dir)
+			want := [][]byte{rec(0), rec(1), rec(7)}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("log holds %q, want %q", got, want)
+			}
+		})
 	}
 }

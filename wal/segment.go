@@ -57,6 +57,7 @@ type segments struct {
 	noPad  bool     // padding the tail failed: not tried again before the next segment
 	first  uint64   // index of the first entry of the first segment
 	last   uint64   // index of the last entry written (first-1 when empty)
+	start  int      // where in the tail the last write's entry began; -1 if it never got to write it (see undo)
 }
 
 // padChunk is the default step in which the tail's zero padding is
@@ -126,6 +127,7 @@ func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segmen
 // started a new segment file, whose name is durable only once the folder
 // is fsynced. The entry is not durable until sync.
 func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
+	s.start = -1
 	if index != s.last+1 {
 		return false, fmt.Errorf("wal: write of index %d after %d", index, s.last)
 	}
@@ -145,6 +147,7 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 		s.tail, s.name, s.bytes, s.padded, s.noPad, created = f, filepath.Base(path), 0, 0, false, true
 	}
 	s.pad(len(entry))
+	s.start = s.bytes
 	n, err := s.tail.WriteAt(entry, int64(s.bytes))
 	s.bytes += n
 	s.padded = max(s.padded, s.bytes)
@@ -174,6 +177,24 @@ func (s *segments) pad(n int) {
 			s.noPad = true
 		}
 	}
+}
+
+// undo takes back the last write, which failed (part way, or all of it
+// handed to the file and then failed: see OpWrite): the tail is truncated
+// to where the write began, so that a later Open, the engine's recovery
+// from a full disk above all, neither replays an entry whose append
+// failed nor cuts part of one as a torn tail. It is not fsynced: a crash
+// may bring the entry back, as a crash during any failed append may. A
+// truncation needs no space. The log is poisoned and writes no more.
+func (s *segments) undo(index uint64) error {
+	if s.start < 0 {
+		return nil // it failed before writing anything
+	}
+	if err := s.tail.Truncate(int64(s.start)); err != nil {
+		return fmt.Errorf("wal: take back the failed write of index %d in %s: %w", index, s.name, err)
+	}
+	s.bytes, s.padded, s.last = s.start, s.start, index-1
+	return nil
 }
 
 // padWrite is (*os.File).WriteAt for pad; tests make it fail.
