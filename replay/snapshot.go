@@ -326,9 +326,15 @@ func DecodeSnapshot(data []byte) (*Snapshot, error) {
 func Restore(snap *Snapshot) (*State, error) {
 	s := New()
 	s.NextSeq, s.NextRunSeq = snap.NextSeq, snap.NextRunSeq
+	// A workflow takes the first spec of its name and version: the
+	// workflows' specs are numbered first (copyWorkflows). A later one of the
+	// same name and version is a run's of a deleted workflow (a workflow
+	// put again after a delete starts over at version 1), not this one's.
 	byVersion := map[string]*workflow.Spec{}
 	for _, sp := range snap.Specs {
-		byVersion[fmt.Sprintf("%s@%d", sp.Workflow, sp.Version)] = sp.Spec
+		if key := fmt.Sprintf("%s@%d", sp.Workflow, sp.Version); byVersion[key] == nil {
+			byVersion[key] = sp.Spec
+		}
 	}
 	for _, w := range snap.Workflows {
 		spec := byVersion[fmt.Sprintf("%s@%d", w.Name, w.Version)]
