@@ -32,7 +32,9 @@ import (
 //  3. Truncate the log's front up to the previous snapshot's index P (not
 //     N): a corrupt newest snapshot then still falls back to the previous
 //     one plus the log. fsync the wal folder.
-//  4. Remove snapshots older than P, and the log folders of pruned runs.
+//  4. Remove snapshots older than P. (The log folders of pruned runs
+//     went at the start of step 2: their record is durable, and a failed
+//     snapshot must not keep them.)
 //
 // A crash at any step leaves a state that boot recovers to the same state:
 // a .tmp snapshot is ignored and removed, a renamed snapshot is used, an
@@ -222,6 +224,11 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 	if err := e.compactFault("start"); err != nil {
 		return err
 	}
+	// The pruned runs' folders go first: their runs_pruned record is
+	// durable, so no boot needs them again, and a snapshot that fails (a
+	// full disk above all) must neither keep them while the daemon runs nor
+	// go without the space they hold.
+	e.removePruned(pruned)
 	dir := filepath.Join(e.cfg.DataDir, snapshotDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("engine: create %s: %w", dir, err)
@@ -258,7 +265,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 	if err := e.compactFault("after-truncate"); err != nil {
 		return err
 	}
-	e.removeOld(prev, pruned)
+	e.removeOld(prev)
 	e.log.Info("snapshot written", "index", snap.Index, "runs", len(snap.Runs), "took", time.Since(start))
 	return nil
 }
@@ -298,9 +305,8 @@ func (e *Engine) truncateTo(prev uint64) error {
 	return l.TruncateFront(prev + 1)
 }
 
-// removeOld removes snapshots older than prev and the log folders of pruned
-// runs.
-func (e *Engine) removeOld(prev uint64, pruned []string) {
+// removeOld removes snapshots older than prev.
+func (e *Engine) removeOld(prev uint64) {
 	idxs, _ := snapshotIndexes(e.cfg.DataDir)
 	for _, idx := range idxs {
 		if idx < prev {
@@ -308,6 +314,12 @@ func (e *Engine) removeOld(prev uint64, pruned []string) {
 		}
 	}
 	wal.SyncDir(filepath.Join(e.cfg.DataDir, snapshotDir))
+}
+
+// removePruned removes the logs/ and work/ folders of runs whose
+// runs_pruned record is durable. A crash before it ends leaves folders that
+// boot removes (sweepRunFolders).
+func (e *Engine) removePruned(pruned []string) {
 	for _, id := range pruned {
 		os.RemoveAll(filepath.Join(e.cfg.DataDir, "logs", id))
 		os.RemoveAll(filepath.Join(e.cfg.DataDir, "work", id))

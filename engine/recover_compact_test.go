@@ -66,7 +66,9 @@ func TestDiskFullAfterTruncation(t *testing.T) {
 // folders must not leave them behind for ever (the disk bound): boot
 // removes the folders of runs the state does not hold, and keeps the others.
 func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
-	for _, step := range []string{"after-rename", "after-truncate"} {
+	// The folders go at the writer's start (removePruned), after "start":
+	// a crash there leaves them all.
+	for _, step := range []string{"start"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			e, ids := retainedRuns(t, dir, 5, func(id string) {

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/orkwal/orkwal/executors"
@@ -45,4 +48,36 @@ func TestRecreatedWorkflowSurvivesSnapshot(t *testing.T) {
 	if got, _ := e2.StateHash(); got != live {
 		t.Error("state from the snapshot differs from the live state")
 	}
+}
+
+// TestFailedCompactionLeaksNoRunFolders: a compaction that fails without a
+// crash (here the snapshot's rename; a full disk fails its write the same
+// way) after recording runs_pruned must not leave the pruned runs' logs/
+// and work/ folders for as long as the daemon runs: the record is durable,
+// so nothing needs them, and on a full disk they are the space the next
+// try needs.
+func TestFailedCompactionLeaksNoRunFolders(t *testing.T) {
+	dir := t.TempDir()
+	e, ids := retainedRuns(t, dir, 5, nil)
+	stopLoop(e)
+	failed := errors.New("injected: rename failed")
+	e.cfg.CompactFault = func(s string) error {
+		if s == "before-rename" {
+			return failed
+		}
+		return nil
+	}
+	if err := e.Compact(); !errors.Is(err, failed) {
+		t.Fatalf("compact: %v, want the injected failure", err)
+	}
+	e.cfg.CompactFault = nil
+	if err := e.Compact(); err != nil { // the next try succeeds
+		t.Fatal(err)
+	}
+	for i, id := range ids[:3] {
+		if _, err := os.Stat(filepath.Join(dir, "logs", id)); err == nil {
+			t.Errorf("run %d was pruned but its logs/ folder is still there after a later compaction", i)
+		}
+	}
+	release(e)
 }

@@ -7,7 +7,7 @@ import (
 
 // sweepRunFolders removes the logs/ and work/ folders of runs the recovered
 // state does not hold: runs pruned by a compaction that a crash stopped
-// between recording runs_pruned and removing their folders (removeOld),
+// between recording runs_pruned and removing their folders (removePruned),
 // and runs whose first tasks' files were being prepared while the frame
 // with their run_created was being fsynced when the crash came (see
 // Engine.launch): that run was never acknowledged. Without it they would
