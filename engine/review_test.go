@@ -81,3 +81,42 @@ func TestFailedCompactionLeaksNoRunFolders(t *testing.T) {
 	}
 	release(e)
 }
+
+// TestRecreatedWorkflowSnapshotThenRunsBoot: the same, with a snapshot in
+// the middle of the log: the runs of the new definition recorded after it
+// name tasks the deleted definition does not have, so a boot that restored
+// the deleted definition refused the folder.
+func TestRecreatedWorkflowSnapshotThenRunsBoot(t *testing.T) {
+	dir := t.TempDir()
+	e := openCompacting(t, dir, -1, 0)
+	put(t, e, diamond("noop"))
+	id := trigger(t, e, "diamond")
+	waitFor(t, e, "run", finished(e, id))
+	if err := e.DeleteWorkflow("diamond"); err != nil {
+		t.Fatal(err)
+	}
+	again := &workflow.Spec{Name: "diamond"}
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		again.Tasks = append(again.Tasks, &workflow.Task{Name: n, Executor: "noop"})
+	}
+	put(t, e, again)
+	stopLoop(e)
+	if err := e.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	e.Start2()
+	id2 := trigger(t, e, "diamond")
+	waitFor(t, e, "run of the new definition", finished(e, id2))
+	settle(t, e)
+	live, _ := e.StateHash()
+	crash(e)
+	e2, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet, CompactBytes: -1,
+		Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatalf("boot after the snapshot: %v", err)
+	}
+	defer e2.Close()
+	if got, _ := e2.StateHash(); got != live {
+		t.Error("recovered state differs from the live state")
+	}
+}
