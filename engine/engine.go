@@ -111,8 +111,8 @@ func Open(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("engine: create data folder: %w", err)
+	if err := makeDataDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	lock, err := wal.AcquireLock(cfg.DataDir)
 	if err != nil {
@@ -131,6 +131,35 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// syncDir is wal.SyncDir; tests record its calls.
+var syncDir = wal.SyncDir
+
+// makeDataDir creates the data folder if it does not exist, and makes its
+// name durable: the name of a folder is in its parent, which only an fsync
+// of the parent commits (POSIX; ext4 and XFS happen to commit it with any
+// later fsync). Without it a power cut could lose a folder created by the
+// first boot (the default, orkwal-data, is relative to where the daemon
+// starts), with every acknowledged run in it: the fsyncs of the files and
+// folders inside it do not commit its own name.
+func makeDataDir(dir string) error {
+	var created []string // the folders MkdirAll makes, innermost first
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || filepath.Dir(p) == p {
+			break
+		}
+		created = append(created, p)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("engine: create data folder: %w", err)
+	}
+	for i := len(created) - 1; i >= 0; i-- { // outermost first
+		if err := syncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("engine: create data folder: %w", err)
+		}
+	}
+	return nil
 }
 
 func (e *Engine) recover() error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/orkwal/orkwal/wal"
 )
 
 // TestRecreatedWorkflowSurvivesSnapshot: delete a workflow that has a
@@ -118,5 +119,31 @@ func TestRecreatedWorkflowSnapshotThenRunsBoot(t *testing.T) {
 	defer e2.Close()
 	if got, _ := e2.StateHash(); got != live {
 		t.Error("recovered state differs from the live state")
+	}
+}
+
+// TestOpenMakesANewDataFolderDurable: a data folder the first boot creates
+// (and the folders above it that it creates) is named in its parent, which
+// must be fsynced before anything acknowledged can depend on the folder.
+func TestOpenMakesANewDataFolderDurable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "orkwal-data")
+	var synced []string
+	syncDir = func(d string) error { synced = append(synced, filepath.Clean(d)); return wal.SyncDir(d) }
+	defer func() { syncDir = wal.SyncDir }()
+	e := openEngine(t, dir, executors.Noop{}, 1)
+	e.Close()
+	has := func(d string) bool {
+		for _, s := range synced {
+			if s == d {
+				return true
+			}
+		}
+		return false
+	}
+	for _, parent := range []string{root, filepath.Join(root, "a")} {
+		if !has(parent) {
+			t.Errorf("%s, which names a folder the first boot created, was never fsynced (fsynced: %v)", parent, synced)
+		}
 	}
 }
