@@ -156,6 +156,9 @@ func (e *Engine) maybeCompact(now int64) {
 		return
 	}
 	pruned := e.prune(now)
+	if e.poison.Load() != nil {
+		return // prune's record failed: no snapshot of a failed log
+	}
 	snap := e.state.BeginSnapshot(e.wal.LastIndex())
 	e.spanMax = max(e.spanMax, e.logBytes)
 	e.compacting, e.logBytes = true, 0
@@ -251,6 +254,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 		return err
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {
+		os.Remove(path + ".tmp") // the next try, at another index, would leave another
 		return fmt.Errorf("engine: rename snapshot: %w", err)
 	}
 	if err := wal.SyncDir(dir); err != nil {

@@ -631,3 +631,29 @@ func TestStartedRidesTheNextFrame(t *testing.T) {
 		t.Errorf("started_at not recorded: %+v", tv)
 	}
 }
+
+// TestOpenMakesANewDataFolderDurable: a data folder the first boot creates
+// (and the folders above it that it creates) is named in its parent, which
+// must be fsynced before anything acknowledged can depend on the folder.
+func TestOpenMakesANewDataFolderDurable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "orkwal-data")
+	var synced []string
+	syncDir = func(d string) error { synced = append(synced, filepath.Clean(d)); return wal.SyncDir(d) }
+	defer func() { syncDir = wal.SyncDir }()
+	e := openEngine(t, dir, executors.Noop{}, 1)
+	e.Close()
+	has := func(d string) bool {
+		for _, s := range synced {
+			if s == d {
+				return true
+			}
+		}
+		return false
+	}
+	for _, parent := range []string{root, filepath.Join(root, "a")} {
+		if !has(parent) {
+			t.Errorf("%s, which names a folder the first boot created, was never fsynced (fsynced: %v)", parent, synced)
+		}
+	}
+}
