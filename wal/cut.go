@@ -9,45 +9,67 @@ import (
 	"time"
 )
 
+// CutFolder names the folder where CutAt keeps what it removes from the log
+// in dir: "<dir>.cut-<unix nanos>", next to dir.
+func CutFolder(dir string, now time.Time) string {
+	return fmt.Sprintf("%s.cut-%d", filepath.Clean(dir), now.UnixNano())
+}
+
 // CutAt is the operator's explicit cut: it removes every entry with an index
 // >= index from the log in dir (which must not be open), after copying what
-// it removes into a new folder "<dir>.cut-<unix nanos>" next to dir. It
-// finds the cut point by reading frame boundaries only, so it works on a log
-// whose frames at or after index are corrupt. It returns the copy's folder.
+// it removes into keep, a new folder (see CutFolder). It finds the cut point
+// by reading frame boundaries only, so it works on a log whose frames at or
+// after index are corrupt.
 //
 // Steps: copy the removed tail of the segment holding index and every later
-// segment (fsynced); truncate that segment (fsync); remove the later segments;
-// fsync dir.
-func CutAt(dir string, index uint64, logger *slog.Logger) (string, error) {
-	if index < 1 {
-		return "", fmt.Errorf("wal: cut at index %d: indexes start at 1", index)
-	}
-	segs, err := listSegments(dir)
+// segment (fsynced); remove the later segments, newest first, fsyncing dir
+// after each; truncate the segment holding index (fsync). A crash at any
+// step leaves the log whole up to its tail, a prefix of what it was (never
+// a gap), and the same cut run again completes it.
+func CutAt(dir string, index uint64, keep string, logger *slog.Logger) error {
+	segs, at, off, err := planCut(dir, index)
 	if err != nil {
-		return "", err
+		return err
 	}
-	at, off, err := findCut(segs, index)
-	if err != nil {
-		return "", err
-	}
-	keep := fmt.Sprintf("%s.cut-%d", filepath.Clean(dir), time.Now().UnixNano())
 	if err := copyRemoved(segs[at:], off, keep); err != nil {
-		return "", err
+		return err
 	}
-	if err := truncateFile(segs[at].path, off); err != nil {
-		return "", err
-	}
-	for _, s := range segs[at+1:] {
-		if err := os.Remove(s.path); err != nil {
-			return "", fmt.Errorf("wal: remove %s: %w", s.path, err)
+	for i := len(segs) - 1; i > at; i-- {
+		if err := removeSegment(segs[i].path); err != nil {
+			return fmt.Errorf("wal: remove %s: %w", segs[i].path, err)
+		}
+		if err := syncDir(dir); err != nil {
+			return err
 		}
 	}
-	if err := syncDir(dir); err != nil {
-		return "", err
+	if err := truncateFile(segs[at].path, off); err != nil {
+		return err
 	}
 	logger.Warn("wal: cut by operator", "from_index", index, "segment", segs[at].path, "offset", off, "kept", keep)
-	return keep, nil
+	return nil
 }
+
+// CheckCut tells, changing nothing, whether CutAt(dir, index) can cut:
+// the error CutAt would fail with before it changes anything.
+func CheckCut(dir string, index uint64) error {
+	_, _, _, err := planCut(dir, index)
+	return err
+}
+
+// planCut lists dir's segments and finds the cut at index (see findCut).
+func planCut(dir string, index uint64) (segs []segmentFile, at int, off int64, err error) {
+	if index < 1 {
+		return nil, 0, 0, fmt.Errorf("wal: cut at index %d: indexes start at 1", index)
+	}
+	if segs, err = listSegments(dir); err != nil {
+		return nil, 0, 0, err
+	}
+	at, off, err = findCut(segs, index)
+	return segs, at, off, err
+}
+
+// removeSegment is os.Remove for CutAt; tests make it fail.
+var removeSegment = os.Remove
 
 // findCut returns the segment holding index and the byte offset of its entry,
 // walking length prefixes only. index may be one past the last entry of a

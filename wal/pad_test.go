@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestTailIsPadded: appends write inside the tail's zero padding (the file
@@ -148,10 +149,10 @@ func TestZeroThenGarbageInFullSegmentIsCorruption(t *testing.T) {
 // padding, and an index beyond is refused.
 func TestCutAtPaddedTail(t *testing.T) {
 	dir, _ := writtenLog(t, 0, 5)
-	if _, err := CutAt(dir, 7, quiet); err == nil || !strings.Contains(err.Error(), "past the end of the log (last index 5)") {
+	if err := CutAt(dir, 7, CutFolder(dir, time.Now()), quiet); err == nil || !strings.Contains(err.Error(), "past the end of the log (last index 5)") {
 		t.Fatalf("cut at 7 of a 5-entry log: %v, want past the end", err)
 	}
-	if _, err := CutAt(dir, 4, quiet); err != nil {
+	if err := CutAt(dir, 4, CutFolder(dir, time.Now()), quiet); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, dir); len(got) != 3 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // corruptFrame flips a byte inside frame index of a fresh multi-segment log.
@@ -62,8 +63,8 @@ func TestVerifyDirReportsCorruptionAndTornTail(t *testing.T) {
 
 func TestCutAtRemovesFromIndexAndKeepsACopy(t *testing.T) {
 	dir, segs := corruptLog(t, 30, 7)
-	keep, err := CutAt(dir, 7, quiet)
-	if err != nil {
+	keep := CutFolder(dir, time.Now())
+	if err := CutAt(dir, 7, keep, quiet); err != nil {
 		t.Fatal(err)
 	}
 	got := readAll(t, dir)
@@ -85,7 +86,7 @@ func TestCutAtRemovesFromIndexAndKeepsACopy(t *testing.T) {
 	if idx, err := l.Append([][]byte{[]byte("next")}); err != nil || idx != 7 {
 		t.Fatalf("append after cut: index %d err %v, want 7", idx, err)
 	}
-	if _, err := CutAt(dir, 99, quiet); err == nil {
+	if err := CutAt(dir, 99, CutFolder(dir, time.Now()), quiet); err == nil {
 		t.Fatal("cut past the end succeeded")
 	}
 }
@@ -160,5 +161,45 @@ func TestStaleTruncationTempRemoved(t *testing.T) {
 	}
 	if l.LastIndex() != 3 {
 		t.Fatalf("last index %d, want 3", l.LastIndex())
+	}
+}
+
+// TestCutAtInterruptedLeavesAPrefix: a cut that stops part way (here a
+// segment that cannot be removed; a crash stops it the same way) leaves a
+// log that is whole up to its tail, a prefix of what it was, which Open
+// accepts; the same cut run again completes it.
+func TestCutAtInterruptedLeavesAPrefix(t *testing.T) {
+	dir, _ := writtenLog(t, 120, 40)
+	segs, _ := listSegments(dir)
+	if len(segs) < 4 {
+		t.Fatalf("%d segments, want 4 or more", len(segs))
+	}
+	const index = 5
+	removals := 0
+	removeSegment = func(path string) error {
+		if removals++; removals == 2 {
+			return errors.New("injected: remove failed")
+		}
+		return os.Remove(path)
+	}
+	defer func() { removeSegment = os.Remove }()
+	if err := CutAt(dir, index, CutFolder(dir, time.Now()), quiet); err == nil {
+		t.Fatal("the cut did not report the failed removal")
+	}
+	l := openT(t, dir, 120)
+	last := l.LastIndex()
+	l.Close()
+	if want := segs[len(segs)-1].first - 1; last != want {
+		t.Fatalf("after the interrupted cut the log ends at %d, want %d: the end of the segment before the newest, whole", last, want)
+	}
+	if got := readAll(t, dir); uint64(len(got)) != last {
+		t.Fatalf("%d records readable, want %d", len(got), last)
+	}
+	removeSegment = os.Remove
+	if err := CutAt(dir, index, CutFolder(dir, time.Now()), quiet); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, dir); len(got) != index-1 {
+		t.Fatalf("after the cut run again: %d records, want %d", len(got), index-1)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/orkwal/orkwal/engine"
@@ -225,12 +226,15 @@ func walRepair(c *cli.Context) error {
 	if first := firstIndex(walDir(c)); first > base+1 {
 		return exitf(exitFailure, "cutting at index %d would leave nothing to boot from: the log starts at index %d, and the newest snapshot before the cut is at index %d; nothing was changed", at, first, base)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	keep, err := wal.CutAt(walDir(c), at, logger)
-	if err != nil {
-		return exitf(exitFailure, "%v", err)
+	if err := wal.CheckCut(walDir(c), at); err != nil {
+		return exitf(exitFailure, "%v; nothing was changed", err)
 	}
-	fmt.Fprintf(c.App.Writer, "cut the log before index %d; the removed bytes are kept in %s\n", at, keep)
+	// The snapshots go first: a crash after them leaves the whole log and
+	// the older snapshots, a folder boot reads as it did before the repair;
+	// the other way round it would leave a log that ends before the
+	// newest snapshot, which boot refuses. Either way the same repair run
+	// again completes the cut.
+	keep := wal.CutFolder(walDir(c), time.Now())
 	suffix := "cut-" + strings.TrimPrefix(filepath.Ext(keep), ".cut-")
 	for _, idx := range stale {
 		kept, err := engine.SetAsideSnapshot(c.String("data"), idx, suffix)
@@ -239,5 +243,10 @@ func walRepair(c *cli.Context) error {
 		}
 		fmt.Fprintf(c.App.Writer, "snapshot at index %d covers the cut entries: set aside as %s\n", idx, kept)
 	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := wal.CutAt(walDir(c), at, keep, logger); err != nil {
+		return exitf(exitFailure, "%v", err)
+	}
+	fmt.Fprintf(c.App.Writer, "cut the log before index %d; the removed bytes are kept in %s\n", at, keep)
 	return nil
 }

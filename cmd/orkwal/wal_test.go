@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,5 +218,23 @@ func TestBootRefusesALogShorterThanTheSnapshot(t *testing.T) {
 	}
 	if out, code := walCLI(t, "verify", "--data", dir); code != 1 || !strings.Contains(out, "before the snapshot's") {
 		t.Fatalf("verify: %d %s", code, out)
+	}
+}
+
+// TestWalRepairRefusedChangesNothing: a cut the log cannot take (past its
+// end) is refused before anything moves: the snapshots it would set aside
+// stay in place.
+func TestWalRepairRefusedChangesNothing(t *testing.T) {
+	dir := makeData(t) // closed cleanly: a snapshot at the last index
+	before, err := engine.SnapshotIndexes(dir)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("no snapshot: %v %v", before, err)
+	}
+	out, code := walCLI(t, "repair", "--data", dir, "--truncate-at", strconv.FormatUint(before[0]+100, 10))
+	if code != 1 || !strings.Contains(out, "past the end") || !strings.Contains(out, "nothing was changed") {
+		t.Fatalf("repair past the end: %d %s", code, out)
+	}
+	if after, _ := engine.SnapshotIndexes(dir); !reflect.DeepEqual(after, before) {
+		t.Fatalf("snapshots %v after a refused repair, want %v", after, before)
 	}
 }
