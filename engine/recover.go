@@ -83,6 +83,10 @@ func (e *Engine) tryRecover() {
 	e.wal.Close()
 	l, err := e.openWAL()
 	if err != nil {
+		if errors.Is(err, wal.ErrSync) {
+			e.stopForGood(err) // the reopen's fsync failed: never again
+			return
+		}
 		e.log.Warn("WAL recovery failed; will retry", "err", err, "in", e.recoverWait)
 		e.armRecovery()
 		return
@@ -101,8 +105,12 @@ func (e *Engine) tryRecover() {
 	e.wal, e.state = l, st
 	recs := e.reconcile(st)
 	if err := e.commit(recs); err != nil {
-		e.log.Warn("WAL recovery could not record interrupted attempts; will retry", "err", err)
 		e.rebuildDurable() // commit applied them: readers see none of it
+		if !recoverable(err) {
+			e.stopForGood(err) // its fsync failed: the page cache cannot be trusted
+			return
+		}
+		e.log.Warn("WAL recovery could not record interrupted attempts; will retry", "err", err)
 		e.armRecovery()
 		return
 	}
@@ -112,6 +120,14 @@ func (e *Engine) tryRecover() {
 	e.log.Info("WAL recovered: accepting work again", "last_index", l.LastIndex(), "requeued", len(recs))
 	e.notify()
 	e.wakeWaiters()
+}
+
+// stopForGood ends the in-process recovery after a failure it must not
+// retry (an fsync's): the engine stays fail-stop, reporting err, until the
+// daemon is restarted.
+func (e *Engine) stopForGood(err error) {
+	e.log.Error("engine is fail-stop: the write-ahead log failed during recovery; restart the daemon", "err", err)
+	e.poison.Store(&err)
 }
 
 // reconcile matches the replayed state with the attempts still running:
