@@ -238,60 +238,66 @@ func TestRealDiskFull(t *testing.T) {
 }
 
 // TestFsyncFailureDuringRecoveryIsFailStop: an in-process recovery from a
-// full disk whose record of the interruptions is written but whose fsync
-// fails must stop for good, as any failed fsync does (invariant 6): it must
-// not reopen the log later, fsync it again and replay what the page cache
-// holds (a frame whose fsync failed, which a power cut then turns into a
-// hole before the frames acknowledged after it).
+// full disk whose reopen's fsync fails, or whose record of the
+// interruptions is written but not fsynced, must stop for good, as any
+// failed fsync does (invariant 6): it must not reopen the log later, fsync
+// it again and replay what the page cache holds (a frame whose fsync
+// failed, which a power cut then turns into a hole before the frames
+// acknowledged after it).
 func TestFsyncFailureDuringRecoveryIsFailStop(t *testing.T) {
-	dir := t.TempDir()
-	var full, syncFails atomic.Bool
-	var opens atomic.Int32
-	failedSync := make(chan struct{}, 10)
-	m := newManual(t, dir)
-	e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
-		switch {
-		case op == wal.OpOpenSync:
-			opens.Add(1)
-		case op == wal.OpWrite && full.Load():
-			return fmt.Errorf("injected: %w", syscall.ENOSPC)
-		case op == wal.OpSync && syncFails.Load():
-			failedSync <- struct{}{}
-			return fmt.Errorf("injected: %w", syscall.EIO)
-		}
-		return nil
-	})
-	defer e.Close()
-	put(t, e, diamond("process"))
-	trigger(t, e, "diamond")
-	a := m.next()
+	for _, failing := range []wal.Op{wal.OpSync, wal.OpOpenSync} {
+		t.Run(string(failing), func(t *testing.T) {
+			dir := t.TempDir()
+			var full, syncFails atomic.Bool
+			var opens atomic.Int32
+			failedSync := make(chan struct{}, 10)
+			m := newManual(t, dir)
+			e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
+				if op == wal.OpOpenSync {
+					opens.Add(1)
+				}
+				switch {
+				case op == wal.OpWrite && full.Load():
+					return fmt.Errorf("injected: %w", syscall.ENOSPC)
+				case op == failing && syncFails.Load():
+					failedSync <- struct{}{}
+					return fmt.Errorf("injected: %w", syscall.EIO)
+				}
+				return nil
+			})
+			defer e.Close()
+			put(t, e, diamond("process"))
+			trigger(t, e, "diamond")
+			a := m.next()
 
-	full.Store(true)
-	m.finish(a, true) // its outcome cannot be recorded: the recovery will interrupt it
-	waitFor(t, e, "fail-stop", func() bool { return e.Err() != nil })
-	full.Store(false)
-	syncFails.Store(true)
-	retryRecovery(e) // reopens, writes the interruption, its fsync fails
-	select {
-	case <-failedSync:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the recovery never fsynced its record")
-	}
-	// A command goes through the loop after the recovery attempt: a barrier.
-	if _, err := e.Trigger("diamond", nil, "test"); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("trigger after the recovery's fsync failed: %v, want ErrUnavailable", err)
-	}
-	syncFails.Store(false)
-	before := opens.Load()
-	retryRecovery(e) // the timer, if one was armed, fires before the next command
-	_, err := e.Trigger("diamond", nil, "test")
-	if !errors.Is(err, ErrUnavailable) {
-		t.Errorf("trigger after a failed fsync: %v, want ErrUnavailable until a restart", err)
-	}
-	if n := opens.Load() - before; n != 0 {
-		t.Errorf("the log was reopened (and fsynced) %d times after an fsync failed", n)
-	}
-	if !errors.Is(e.Err(), wal.ErrSync) {
-		t.Errorf("Err() = %v, want the fsync failure", e.Err())
+			full.Store(true)
+			m.finish(a, true) // its outcome cannot be recorded: the recovery will interrupt it
+			waitFor(t, e, "fail-stop", func() bool { return e.Err() != nil })
+			full.Store(false)
+			syncFails.Store(true)
+			retryRecovery(e) // reopens; an fsync fails
+			select {
+			case <-failedSync:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the recovery never reached the failing fsync")
+			}
+			// A command goes through the loop after the recovery attempt: a barrier.
+			if _, err := e.Trigger("diamond", nil, "test"); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("trigger after the recovery's fsync failed: %v, want ErrUnavailable", err)
+			}
+			syncFails.Store(false)
+			before := opens.Load()
+			retryRecovery(e) // the timer, if one was armed, fires before the next command
+			_, err := e.Trigger("diamond", nil, "test")
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("trigger after a failed fsync: %v, want ErrUnavailable until a restart", err)
+			}
+			if n := opens.Load() - before; n != 0 {
+				t.Errorf("the log was reopened (and fsynced) %d times after an fsync failed", n)
+			}
+			if !errors.Is(e.Err(), wal.ErrSync) {
+				t.Errorf("Err() = %v, want the fsync failure", e.Err())
+			}
+		})
 	}
 }
