@@ -211,7 +211,9 @@ func (s *segments) unpad() error {
 		return fmt.Errorf("truncate the padding of %s: %w", s.name, err)
 	}
 	if err := s.tail.Sync(); err != nil {
-		return fmt.Errorf("fsync %s after truncating its padding: %w", s.name, err)
+		// An fsync's failure, whatever its errno: never taken for a full
+		// disk that a reopen could get over.
+		return fmt.Errorf("%w: %s after truncating its padding: %w", ErrSync, s.name, err)
 	}
 	s.padded = s.bytes
 	return nil
