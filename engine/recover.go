@@ -74,8 +74,8 @@ func (e *Engine) armRecovery() {
 	e.recoverTimer = e.cfg.Clock.After(e.recoverWait)
 }
 
-// tryRecover reopens the WAL (cutting the torn tail a failed write left),
-// replays it into a fresh state, and resumes. Attempts whose outcome was
+// tryRecover reopens the WAL (the failed write was taken back: see
+// wal's segments.undo), replays it into a fresh state, and resumes. Attempts whose outcome was
 // lost are recorded as interrupted (not counted as crashes) and run again.
 func (e *Engine) tryRecover() {
 	e.mu.Lock()
