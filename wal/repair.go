@@ -142,6 +142,10 @@ func cutTail(path string, data []byte, good int64) error {
 	if err := writeFileSync(broken, trimZeros(data[good:])); err != nil {
 		return fmt.Errorf("wal: keep torn tail of %s: %w", path, err)
 	}
+	// The copy's name is durable before the bytes it keeps are cut.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: open %s to cut its tail: %w", path, err)
@@ -176,7 +180,10 @@ func writeFileSync(path string, data []byte) error {
 // it are durable.
 func SyncDir(dir string) error { return syncDir(dir) }
 
-func syncDir(dir string) error {
+// syncDir fsyncs a folder; tests record its calls.
+var syncDir = fsyncDir
+
+func fsyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("wal: open folder %s: %w", dir, err)

@@ -203,3 +203,35 @@ func TestCutAtInterruptedLeavesAPrefix(t *testing.T) {
 		t.Fatalf("after the cut run again: %d records, want %d", len(got), index-1)
 	}
 }
+
+// TestTornTailCopyNamedBeforeTheCut: the folder is fsynced with the torn
+// tail's .broken copy in it before the segment is truncated, so that a
+// power cut cannot lose the copy of bytes the cut already removed.
+func TestTornTailCopyNamedBeforeTheCut(t *testing.T) {
+	dir, segs := writtenLog(t, 0, 3)
+	seg := segs[len(segs)-1].path
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := entriesEndOf(t, segs[len(segs)-1])
+	f.WriteAt([]byte{0x40, 1, 2, 3}, int64(end)) // a frame cut short by a crash
+	f.Close()
+	before, _ := os.Stat(seg)
+	var named bool // a folder fsync saw the copy while the segment was whole
+	syncDir = func(d string) error {
+		copies, _ := filepath.Glob(filepath.Join(dir, "*.broken-*"))
+		now, _ := os.Stat(seg)
+		named = named || (len(copies) == 1 && now.Size() == before.Size())
+		return fsyncDir(d)
+	}
+	defer func() { syncDir = fsyncDir }()
+	l := openT(t, dir, 0)
+	defer l.Close()
+	if l.CutBytes() == 0 {
+		t.Fatal("the torn tail was not cut")
+	}
+	if !named {
+		t.Error("no folder fsync between the copy's creation and the cut")
+	}
+}
