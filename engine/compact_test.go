@@ -245,6 +245,24 @@ func TestCloseCompletesACopy(t *testing.T) {
 	}
 }
 
+// recreate puts workflow diamond, runs it to the end (a retained run of
+// version 1), deletes it, and puts it again (version 1 again) with noop
+// tasks of the given names.
+func recreate(t *testing.T, e *Engine, tasks ...string) {
+	t.Helper()
+	put(t, e, diamond("noop"))
+	id := trigger(t, e, "diamond")
+	waitFor(t, e, "run", finished(e, id))
+	if err := e.DeleteWorkflow("diamond"); err != nil {
+		t.Fatal(err)
+	}
+	again := &workflow.Spec{Name: "diamond"}
+	for _, n := range tasks {
+		again.Tasks = append(again.Tasks, &workflow.Task{Name: n, Executor: "noop"})
+	}
+	put(t, e, again)
+}
+
 // TestRecreatedWorkflowSurvivesSnapshot: delete a workflow that has a
 // retained run, put it again (version 1 again, another definition), and
 // restart: the clean shutdown's snapshot must bring back the new
@@ -252,14 +270,7 @@ func TestCloseCompletesACopy(t *testing.T) {
 func TestRecreatedWorkflowSurvivesSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, executors.Noop{}, 4)
-	put(t, e, diamond("noop"))
-	id := trigger(t, e, "diamond")
-	waitFor(t, e, "run", finished(e, id))
-	if err := e.DeleteWorkflow("diamond"); err != nil {
-		t.Fatal(err)
-	}
-	again := &workflow.Spec{Name: "diamond", Tasks: []*workflow.Task{{Name: "only", Executor: "noop"}}}
-	put(t, e, again)
+	recreate(t, e, "only")
 	live, _ := e.StateHash()
 	if err := e.Close(); err != nil { // compacts: a snapshot at the last index
 		t.Fatal(err)
@@ -324,17 +335,7 @@ func TestFailedCompactionLeaksNoRunFolders(t *testing.T) {
 func TestRecreatedWorkflowSnapshotThenRunsBoot(t *testing.T) {
 	dir := t.TempDir()
 	e := openCompacting(t, dir, -1, 0)
-	put(t, e, diamond("noop"))
-	id := trigger(t, e, "diamond")
-	waitFor(t, e, "run", finished(e, id))
-	if err := e.DeleteWorkflow("diamond"); err != nil {
-		t.Fatal(err)
-	}
-	again := &workflow.Spec{Name: "diamond"}
-	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
-		again.Tasks = append(again.Tasks, &workflow.Task{Name: n, Executor: "noop"})
-	}
-	put(t, e, again)
+	recreate(t, e, "a", "b", "c", "d", "e", "f")
 	stopLoop(e)
 	if err := e.Compact(); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,27 @@ func openWithFault(t *testing.T, dir string, ex executors.Executor, fault wal.Fa
 	return e
 }
 
+// diskFull injects ENOSPC into every WAL write while full is set, and
+// signals each failed write on failed (buffered; a full buffer drops the
+// signal).
+type diskFull struct {
+	full   atomic.Bool
+	failed chan struct{}
+}
+
+func newDiskFull() *diskFull { return &diskFull{failed: make(chan struct{}, 10)} }
+
+func (d *diskFull) fault(op wal.Op, _ uint64) error {
+	if op != wal.OpWrite || !d.full.Load() {
+		return nil
+	}
+	select {
+	case d.failed <- struct{}{}:
+	default:
+	}
+	return fmt.Errorf("injected: %w", syscall.ENOSPC)
+}
+
 // retryRecovery fires the engine's recovery timer: it advances the engine's
 // fake clock past the longest backoff.
 func retryRecovery(e *Engine) { e.cfg.Clock.(*fakeClock).Advance(maxRecoveryWait) }
@@ -79,26 +100,21 @@ func TestFsyncFailureIsFailStop(t *testing.T) {
 // across the failure runs to the end.
 func TestDiskFullRecoversInProcess(t *testing.T) {
 	dir := t.TempDir()
-	var full atomic.Bool
+	disk := newDiskFull()
 	m := newManual(t, dir)
-	e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
-		if op == wal.OpWrite && full.Load() {
-			return fmt.Errorf("injected: %w", syscall.ENOSPC)
-		}
-		return nil
-	})
+	e := openWithFault(t, dir, m, disk.fault)
 	defer e.Close()
 	put(t, e, diamond("process"))
 	before := trigger(t, e, "diamond")
 	a := m.next()
 
-	full.Store(true)
+	disk.full.Store(true)
 	m.finish(a, true) // its outcome cannot be recorded: it will run again
 	_, err := e.Trigger("diamond", nil, "test")
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("trigger on a full disk: %v, want ErrUnavailable caused by ENOSPC", err)
 	}
-	full.Store(false) // space freed
+	disk.full.Store(false) // space freed
 	retryRecovery(e)
 	waitFor(t, e, "recovery", func() bool { return e.Err() == nil })
 
@@ -135,16 +151,9 @@ func TestDiskFullRecoversInProcess(t *testing.T) {
 // runs the task again.
 func TestFailedRecoveryShowsOnlyDurableState(t *testing.T) {
 	dir := t.TempDir()
-	var full atomic.Bool
-	failed := make(chan struct{}, 10)
+	disk := newDiskFull()
 	m := newManual(t, dir)
-	e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
-		if op == wal.OpWrite && full.Load() {
-			failed <- struct{}{}
-			return fmt.Errorf("injected: %w", syscall.ENOSPC)
-		}
-		return nil
-	})
+	e := openWithFault(t, dir, m, disk.fault)
 	defer e.Close()
 	put(t, e, diamond("process"))
 	id := trigger(t, e, "diamond")
@@ -166,13 +175,13 @@ func TestFailedRecoveryShowsOnlyDurableState(t *testing.T) {
 	nextFailure := func(what string) {
 		t.Helper()
 		select {
-		case <-failed:
+		case <-disk.failed:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no failed write: %s", what)
 		}
 	}
 
-	full.Store(true)
+	disk.full.Store(true)
 	m.finish(a, true) // its outcome cannot be recorded
 	nextFailure("the task's outcome")
 	waitFor(t, e, "fail-stop", func() bool { return e.Err() != nil }) // the recovery is armed
@@ -181,7 +190,7 @@ func TestFailedRecoveryShowsOnlyDurableState(t *testing.T) {
 	if got := status(); got != durable { // waits for the recovery attempt to end
 		t.Fatalf("after a failed recovery the task reads %q, durably %q", got, durable)
 	}
-	full.Store(false)
+	disk.full.Store(false)
 	retryRecovery(e)
 	waitFor(t, e, "recovery", func() bool { return e.Err() == nil })
 	j := m.next()
@@ -248,17 +257,19 @@ func TestFsyncFailureDuringRecoveryIsFailStop(t *testing.T) {
 	for _, failing := range []wal.Op{wal.OpSync, wal.OpOpenSync} {
 		t.Run(string(failing), func(t *testing.T) {
 			dir := t.TempDir()
-			var full, syncFails atomic.Bool
+			disk := newDiskFull()
+			var syncFails atomic.Bool
 			var opens atomic.Int32
 			failedSync := make(chan struct{}, 10)
 			m := newManual(t, dir)
-			e := openWithFault(t, dir, m, func(op wal.Op, _ uint64) error {
+			e := openWithFault(t, dir, m, func(op wal.Op, index uint64) error {
 				if op == wal.OpOpenSync {
 					opens.Add(1)
 				}
+				if err := disk.fault(op, index); err != nil {
+					return err
+				}
 				switch {
-				case op == wal.OpWrite && full.Load():
-					return fmt.Errorf("injected: %w", syscall.ENOSPC)
 				case op == failing && syncFails.Load():
 					failedSync <- struct{}{}
 					return fmt.Errorf("injected: %w", syscall.EIO)
@@ -270,10 +281,10 @@ func TestFsyncFailureDuringRecoveryIsFailStop(t *testing.T) {
 			trigger(t, e, "diamond")
 			a := m.next()
 
-			full.Store(true)
+			disk.full.Store(true)
 			m.finish(a, true) // its outcome cannot be recorded: the recovery will interrupt it
 			waitFor(t, e, "fail-stop", func() bool { return e.Err() != nil })
-			full.Store(false)
+			disk.full.Store(false)
 			syncFails.Store(true)
 			retryRecovery(e) // reopens; an fsync fails
 			select {

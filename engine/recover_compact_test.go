@@ -2,16 +2,12 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
-	"github.com/orkwal/orkwal/wal"
 )
 
 // TestDiskFullAfterTruncation: once compaction has truncated the log's
@@ -23,17 +19,12 @@ import (
 // corrupt for as long as the daemon ran.
 func TestDiskFullAfterTruncation(t *testing.T) {
 	dir := t.TempDir()
-	var full atomic.Bool
+	disk := newDiskFull()
 	clock := &fakeClock{}
 	e, err := Open(Config{DataDir: dir, Clock: clock, Logger: quiet, CompactBytes: 4 << 10, SegmentSize: 2048,
 		RecoveryBackoff: time.Millisecond,
 		Executors:       map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
-		WALFault: func(op wal.Op, _ uint64) error {
-			if op == wal.OpWrite && full.Load() {
-				return fmt.Errorf("injected: %w", syscall.ENOSPC)
-			}
-			return nil
-		}})
+		WALFault:        disk.fault})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +39,14 @@ func TestDiskFullAfterTruncation(t *testing.T) {
 	}
 	acked := len(e.Runs(RunFilter{}))
 
-	full.Store(true)
+	disk.full.Store(true)
 	if _, err := e.Trigger("diamond", nil, "test"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("trigger on a full disk: %v, want ErrUnavailable", err)
 	}
 	if n := len(e.Runs(RunFilter{})); n != acked {
 		t.Fatalf("after the failed write the engine shows %d runs, %d acknowledged: the rebuild of the durable state failed", n, acked)
 	}
-	full.Store(false)
+	disk.full.Store(false)
 	clock.Advance(time.Second) // the recovery backoff (RecoveryBackoff, on the engine's clock)
 	waitFor(t, e, "recovery after space is freed", func() bool { return e.Err() == nil })
 	work(t, e, 3)

@@ -679,15 +679,24 @@ func BenchmarkLogCapIdleMemory(b *testing.B) {
 	}
 }
 
-// delayedOpen makes c's log creation wait until the returned function is
-// called.
-func delayedOpen(c *cappedLog) (release func()) {
+// delayedLog is a capped log of 1 MiB in a test folder whose creation
+// waits until release is called (at the latest when the test ends, which
+// then waits for it: no creation outlives the test's folder).
+func delayedLog(t *testing.T) (c *cappedLog, path string, release func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "logs", "t", "1.log")
+	c, err := newCappedLog(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gate := make(chan struct{})
 	c.open = func(path string) (*os.File, error) {
 		<-gate
 		return openLog(path)
 	}
-	return sync.OnceFunc(func() { close(gate) })
+	release = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(func() { release(); c.created() })
+	return c, path, release
 }
 
 // TestCappedLogOfferWhileCreating: while the log is being created, offer
@@ -697,13 +706,7 @@ func delayedOpen(c *cappedLog) (release func()) {
 // declines.
 func TestCappedLogOfferWhileCreating(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "logs", "t", "1.log")
-	c, err := newCappedLog(path, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := delayedOpen(c)
-	defer func() { release(); c.created() }() // no creation outlives the test's folder
+	c, path, release := delayedLog(t)
 	if c.whenCreated(func() {}) {
 		t.Fatal("whenCreated accepted before any output started a creation")
 	}

@@ -325,13 +325,7 @@ func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
 	defer unix.Close(stand[1])
 	writer := pipe[1]
 	defer func() { unix.Close(writer) }()
-	path := filepath.Join(t.TempDir(), "logs", "t", "1.log")
-	capped, err := newCappedLog(path, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := delayedOpen(capped)
-	defer func() { release(); capped.created() }() // no creation outlives the test's folder
+	capped, path, release := delayedLog(t)
 	finished := make(chan struct{})
 	// A pipe stands in for the pidfd: the test never calls exited.
 	p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], capped: capped, fin: finishInfo{taskID: "t"},
