@@ -198,6 +198,9 @@ func walCompact(c *cli.Context) error {
 	return nil
 }
 
+// setAside is engine.SetAsideSnapshot; tests make it fail.
+var setAside = engine.SetAsideSnapshot
+
 // walRepair is the operator's explicit cut. It takes the data folder's lock,
 // so it never runs under a live daemon.
 func walRepair(c *cli.Context) error {
@@ -237,7 +240,7 @@ func walRepair(c *cli.Context) error {
 	keep := wal.CutFolder(walDir(c), time.Now())
 	suffix := "cut-" + strings.TrimPrefix(filepath.Ext(keep), ".cut-")
 	for _, idx := range stale {
-		kept, err := engine.SetAsideSnapshot(c.String("data"), idx, suffix)
+		kept, err := setAside(c.String("data"), idx, suffix)
 		if err != nil {
 			return exitf(exitFailure, "%v", err)
 		}

@@ -238,3 +238,39 @@ func TestWalRepairRefusedChangesNothing(t *testing.T) {
 		t.Fatalf("snapshots %v after a refused repair, want %v", after, before)
 	}
 }
+
+// TestWalRepairSetsSnapshotsAsideBeforeCutting: the repair stopped where a
+// crash could stop it, at setting a snapshot aside, has not cut the log
+// yet: the folder still boots, to the state it held (cut first, the log
+// would end before the snapshot still in place, which boot refuses).
+func TestWalRepairSetsSnapshotsAsideBeforeCutting(t *testing.T) {
+	dir := makeData(t) // closed cleanly: a snapshot at the last index
+	snaps, err := engine.SnapshotIndexes(dir)
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no snapshot to cut below: %v %v", snaps, err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hash := func() uint64 {
+		t.Helper()
+		eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet})
+		if err != nil {
+			t.Fatalf("boot: %v", err)
+		}
+		defer eng.Close()
+		h, err := eng.StateHash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	before := hash()
+	setAside = func(string, uint64, string) (string, error) { return "", errors.New("injected: stopped here") }
+	defer func() { setAside = engine.SetAsideSnapshot }()
+	out, code := walCLI(t, "repair", "--data", dir, "--truncate-at", strconv.FormatUint(snaps[0]-3, 10))
+	if code != 1 || !strings.Contains(out, "stopped here") {
+		t.Fatalf("repair with a failing set-aside: %d %s", code, out)
+	}
+	if after := hash(); after != before {
+		t.Fatal("the folder boots to another state after the interrupted repair")
+	}
+}
