@@ -21,12 +21,20 @@ func CutFolder(dir string, now time.Time) string {
 // by reading frame boundaries only, so it works on a log whose frames at or
 // after index are corrupt.
 //
-// Steps: copy the removed tail of the segment holding index and every later
+// Steps: finish an earlier version's interrupted front truncation as Open
+// would (resolveLegacy), so that the cut is made on the log Open will see;
+// copy the removed tail of the segment holding index and every later
 // segment (fsynced); remove the later segments, newest first, fsyncing dir
 // after each; truncate the segment holding index (fsync). A crash at any
 // step leaves the log whole up to its tail, a prefix of what it was (never
 // a gap), and the same cut run again completes it.
 func CutAt(dir string, index uint64, keep string, logger *slog.Logger) error {
+	if err := CheckCut(dir, index); err != nil {
+		return err // refused before anything changed
+	}
+	if err := resolveLegacy(dir, logger); err != nil {
+		return err
+	}
 	segs, at, off, err := planCut(dir, index)
 	if err != nil {
 		return err
@@ -56,12 +64,13 @@ func CheckCut(dir string, index uint64) error {
 	return err
 }
 
-// planCut lists dir's segments and finds the cut at index (see findCut).
+// planCut lists dir's segments as Open will see them (resolvedSegments)
+// and finds the cut at index (see findCut).
 func planCut(dir string, index uint64) (segs []segmentFile, at int, off int64, err error) {
 	if index < 1 {
 		return nil, 0, 0, fmt.Errorf("wal: cut at index %d: indexes start at 1", index)
 	}
-	if segs, err = listSegments(dir); err != nil {
+	if segs, err = resolvedSegments(dir); err != nil {
 		return nil, 0, 0, err
 	}
 	at, off, err = findCut(segs, index)

@@ -441,6 +441,17 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// FirstIndexDir is the index of the first entry of the log in dir, which
+// is not open, as Open will see it (resolvedSegments); 0 when it has no
+// segment.
+func FirstIndexDir(dir string) (uint64, error) {
+	segs, err := resolvedSegments(dir)
+	if err != nil || len(segs) == 0 {
+		return 0, err
+	}
+	return segs[0].first, nil
+}
+
 // Replay calls fn for every entry with index >= from, in order, reading the
 // segment files directly. Corruption, a gap or a missing segment stops it
 // with a *CorruptError. The records passed to fn are only valid during the
@@ -449,9 +460,10 @@ func (l *Log) Replay(from uint64, fn func(index uint64, records [][]byte) error)
 	return ReplayDir(l.dir, from, fn)
 }
 
-// ReplayDir is Replay on a folder that is not open (a stopped daemon's).
+// ReplayDir is Replay on a folder that is not open (a stopped daemon's),
+// read as Open will see it (resolvedSegments).
 func ReplayDir(dir string, from uint64, fn func(index uint64, records [][]byte) error) error {
-	segs, err := listSegments(dir)
+	segs, err := resolvedSegments(dir)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,9 @@ type segmentFile struct {
 
 // listSegments returns the folder's segment files in index order. Only names
 // of exactly 20 digits count (an earlier version's .START file is resolved
-// by Open, see resolveLegacy; .broken copies are ignored).
+// by Open, see resolveLegacy, and seen as resolved by the readers of a
+// folder that is not open, see resolvedSegments; .broken copies are
+// ignored).
 func listSegments(dir string) ([]segmentFile, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {

@@ -274,47 +274,77 @@ func (s *segments) close() error { return s.tail.Close() }
 // truncated the back, so an ".END" file is not theirs: refused.
 func resolveLegacy(dir string, logger *slog.Logger) error {
 	removeStaleTemp(dir, logger)
+	start, index, err := legacyStart(dir)
+	if err != nil || start == "" {
+		return err
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	for _, sg := range segs {
+		if sg.first <= index { // the .START holds index and after
+			if err := os.Remove(sg.path); err != nil {
+				return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
+			}
+		}
+	}
+	// The removals are durable before the rename: an old segment that
+	// outlived it would overlap the renamed one.
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	final := filepath.Join(dir, segmentName(index))
+	if err := os.Rename(start, final); err != nil {
+		return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
+	}
+	logger.Info("wal: finished a front truncation a crash interrupted", "segment", final)
+	return syncDir(dir)
+}
+
+// legacyStart returns the path of the "<index>.START" file an earlier
+// version's interrupted front truncation left in dir, and its index ("" when
+// there is none); an ".END" file is refused (see resolveLegacy).
+func legacyStart(dir string) (string, uint64, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("wal: list %s: %w", dir, err)
+		return "", 0, fmt.Errorf("wal: list %s: %w", dir, err)
 	}
 	for _, de := range des {
 		name := de.Name()
-		num, isStart := strings.CutSuffix(name, ".START")
 		if strings.HasSuffix(name, ".END") && len(name) == 24 {
-			return &CorruptError{Segment: filepath.Join(dir, name), Reason: "an .END file, which no version of orkwal writes"}
+			return "", 0, &CorruptError{Segment: filepath.Join(dir, name), Reason: "an .END file, which no version of orkwal writes"}
 		}
+		num, isStart := strings.CutSuffix(name, ".START")
 		if !isStart || len(num) != 20 {
 			continue
 		}
-		index, err := strconv.ParseUint(num, 10, 64)
-		if err != nil || index == 0 {
-			continue
+		if index, err := strconv.ParseUint(num, 10, 64); err == nil && index > 0 {
+			return filepath.Join(dir, name), index, nil
 		}
-		segs, err := listSegments(dir)
-		if err != nil {
-			return err
-		}
-		for _, sg := range segs {
-			if sg.first <= index { // the .START holds index and after
-				if err := os.Remove(sg.path); err != nil {
-					return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
-				}
-			}
-		}
-		// The removals are durable before the rename: an old segment
-		// that outlived it would overlap the renamed one.
-		if err := syncDir(dir); err != nil {
-			return err
-		}
-		final := filepath.Join(dir, num)
-		if err := os.Rename(filepath.Join(dir, name), final); err != nil {
-			return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
-		}
-		logger.Info("wal: finished a front truncation a crash interrupted", "segment", final)
-		return syncDir(dir)
 	}
-	return nil
+	return "", 0, nil
+}
+
+// resolvedSegments lists dir's segments as resolveLegacy will leave them:
+// an interrupted truncation's .START file (read at its own path) replaces
+// the segments it supersedes. It changes nothing.
+func resolvedSegments(dir string) ([]segmentFile, error) {
+	start, index, err := legacyStart(dir)
+	if err != nil {
+		return nil, err
+	}
+	segs, err := listSegments(dir)
+	if err != nil || start == "" {
+		return segs, err
+	}
+	kept := []segmentFile{{path: start, first: index}}
+	for _, sg := range segs {
+		if sg.first > index {
+			kept = append(kept, sg)
+		}
+	}
+	return kept, nil
 }
 
 // removeStaleTemp removes the temporary files of an earlier version's front

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -233,5 +234,49 @@ func TestTornTailCopyNamedBeforeTheCut(t *testing.T) {
 	}
 	if !named {
 		t.Error("no folder fsync between the copy's creation and the cut")
+	}
+}
+
+// TestCutAtOnALegacyTruncation: a folder still holding an earlier
+// version's interrupted front truncation (a .START file, which Open
+// finishes) is read and cut as Open will see it. A cut planned on the older
+// segments alone was undone by the next Open, which replaced them with
+// the .START and brought back every entry the operator had cut.
+func TestCutAtOnALegacyTruncation(t *testing.T) {
+	dir, segs := writtenLog(t, 0, 20) // one segment, 1..20
+	data, err := os.ReadFile(segs[0].path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := offsetOf(data, 1, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := filepath.Join(dir, "00000000000000000011.START")
+	if err := os.WriteFile(start, data[off:], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Open will see 11..20, and so do the readers of a stopped folder.
+	if first, err := FirstIndexDir(dir); err != nil || first != 11 {
+		t.Fatalf("first index before Open: %d, %v; want 11", first, err)
+	}
+	var seen []uint64
+	if err := ReplayDir(dir, 0, func(i uint64, _ [][]byte) error { seen = append(seen, i); return nil }); err != nil || len(seen) != 10 || seen[0] != 11 {
+		t.Fatalf("replay before Open: %v, %v; want 11..20", seen, err)
+	}
+	// A cut before 11 is refused, changing nothing.
+	if err := CutAt(dir, 5, CutFolder(dir, time.Now()), quiet); err == nil || !strings.Contains(err.Error(), "before the log's first segment (index 11)") {
+		t.Fatalf("cut at 5 with the log starting at 11 after Open: %v, want refused", err)
+	}
+	if _, err := os.Stat(start); err != nil {
+		t.Fatalf("the refused cut changed the folder: %v", err)
+	}
+	if err := CutAt(dir, 15, CutFolder(dir, time.Now()), quiet); err != nil {
+		t.Fatal(err)
+	}
+	l := openT(t, dir, 0)
+	defer l.Close()
+	if first, _ := l.FirstIndex(); first != 11 || l.LastIndex() != 14 {
+		t.Fatalf("after the cut at 15: %d..%d, want 11..14", first, l.LastIndex())
 	}
 }

@@ -17,7 +17,7 @@ func VerifyDir(dir string, fn func(index uint64, records [][]byte) error) (torn 
 // VerifyDirFrom is VerifyDir for the entries from index from on (the log
 // after a snapshot).
 func VerifyDirFrom(dir string, from uint64, fn func(index uint64, records [][]byte) error) (torn *CorruptError, err error) {
-	segs, err := listSegments(dir)
+	segs, err := resolvedSegments(dir)
 	if err != nil || len(segs) == 0 {
 		return nil, err
 	}

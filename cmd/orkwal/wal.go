@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -163,19 +162,11 @@ func printable(v any) any {
 	return v
 }
 
-// firstIndex is the index of the log's first segment (1 when unknown).
+// firstIndex is the index of the log's first entry as boot will see it
+// (1 when there is none or the folder cannot be read: the reader that
+// follows reports why).
 func firstIndex(dir string) uint64 {
-	names, _ := filepath.Glob(filepath.Join(dir, "[0-9]*"))
-	first := uint64(0)
-	for _, n := range names {
-		base := filepath.Base(n)
-		if len(base) != 20 {
-			continue
-		}
-		if v, err := strconv.ParseUint(base, 10, 64); err == nil && (first == 0 || v < first) {
-			first = v
-		}
-	}
+	first, _ := wal.FirstIndexDir(dir)
 	return max(first, 1)
 }
 
