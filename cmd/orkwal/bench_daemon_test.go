@@ -319,42 +319,50 @@ func BenchmarkDagu(b *testing.B) {
 	// program (exec.Command("true").Run()), 200 from 16 goroutines (the
 	// daemon's default --max-concurrent) or 100 and 50 one after another.
 	// Spawning alone takes most of the time on a small machine: the
-	// overhead over it is what orkwal adds.
-	report := func(b *testing.B, total, bare time.Duration) {
+	// overhead over it is what orkwal adds. The CPU time the baseline's
+	// `true` processes used themselves (user + system, from wait4) bounds
+	// any spawner from below: n of them cannot end sooner than n × that
+	// per process over the machine's cores.
+	report := func(b *testing.B, total time.Duration, bare spawnCost, n int) {
 		b.ReportMetric(total.Seconds()/float64(b.N), "s")
-		b.ReportMetric(bare.Seconds()/float64(b.N), "bare-s")
-		b.ReportMetric((total-bare).Seconds()/float64(b.N), "over-bare-s")
+		b.ReportMetric(bare.wall.Seconds()/float64(b.N), "bare-s")
+		b.ReportMetric((total-bare.wall).Seconds()/float64(b.N), "over-bare-s")
+		b.ReportMetric(float64(bare.childCPU.Microseconds())/1000/float64(b.N*n), "child-cpu-ms/spawn")
+		b.ReportMetric(float64(runtime.NumCPU()), "cpus")
 	}
 	b.Run("parallel-200", func(b *testing.B) {
 		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs)
-		var total, bare time.Duration
+		var total time.Duration
+		var bare spawnCost
 		for i := 0; i < b.N; i++ {
-			bare += bareSpawns(b, 200, 16)
+			bare.add(bareSpawns(b, 200, 16))
 			total += d.runToEnd("par200")
 		}
-		report(b, total, bare)
+		report(b, total, bare, 200)
 	})
 	b.Run("sequential-100", func(b *testing.B) {
 		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs)
-		var total, bare time.Duration
+		var total time.Duration
+		var bare spawnCost
 		for i := 0; i < b.N; i++ {
-			bare += bareSpawns(b, 100, 1)
+			bare.add(bareSpawns(b, 100, 1))
 			total += d.runToEnd("seq100")
 		}
-		report(b, total, bare)
+		report(b, total, bare, 100)
 	})
 	b.Run("runs-50", func(b *testing.B) {
 		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs)
-		var total, bare time.Duration
+		var total time.Duration
+		var bare spawnCost
 		for i := 0; i < b.N; i++ {
-			bare += bareSpawns(b, 50, 1)
+			bare.add(bareSpawns(b, 50, 1))
 			start := time.Now()
 			for r := 0; r < 50; r++ {
 				d.runToEnd("one")
 			}
 			total += time.Since(start)
 		}
-		report(b, total, bare)
+		report(b, total, bare, 50)
 	})
 	b.Run("kill9-redispatch", func(b *testing.B) {
 		var total, boot time.Duration
@@ -385,25 +393,38 @@ func BenchmarkDagu(b *testing.B) {
 	})
 }
 
+// spawnCost is what a bare baseline's spawns took: wall-clock time, and
+// the CPU time (user + system) their processes used themselves.
+type spawnCost struct {
+	wall, childCPU time.Duration
+}
+
+func (c *spawnCost) add(d spawnCost) {
+	c.wall += d.wall
+	c.childCPU += d.childCPU
+}
+
 // bareSpawns runs `true` n times from `workers` goroutines, as a minimal
-// Go program would, and returns the time it took.
-func bareSpawns(b *testing.B, n, workers int) time.Duration {
+// Go program would, and returns what it took.
+func bareSpawns(b *testing.B, n, workers int) spawnCost {
 	b.Helper()
-	var next atomic.Int64
+	var next, cpu atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				if err := exec.Command("true").Run(); err != nil {
+				cmd := exec.Command("true")
+				if err := cmd.Run(); err != nil {
 					b.Error(err)
 					return
 				}
+				cpu.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
 			}
 		})
 	}
 	wg.Wait()
-	return time.Since(start)
+	return spawnCost{wall: time.Since(start), childCPU: time.Duration(cpu.Load())}
 }
 
 // BenchmarkIdleCPU: the release daemon with 100 workflows loaded (one

@@ -100,14 +100,25 @@ func writeEngine(w io.Writer, rs results) {
 			num(mustFloat(c.n)), c.n, mibs(rs.med(name, "hwm-MiB")), secs(rs.med(name, "all-running-s")), note, num(c.want),
 			verdict(rs.med(name, "hwm-MiB"), c.want, false))
 	}
+	// The least CPU one `true` process used itself in any baseline (spawned
+	// one at a time it is not slowed by its neighbours): n of them need at
+	// least n times that over the cores, whoever spawns them.
+	childCPU, cpus := math.NaN(), math.NaN()
+	for _, n := range []string{"parallel-200", "sequential-100", "runs-50"} {
+		if c := rs.med(daguName+n, "child-cpu-ms/spawn"); !math.IsNaN(c) && !(c >= childCPU) {
+			childCPU = c
+		}
+		cpus = rs.med(daguName+n, "cpus")
+	}
 	for _, c := range []struct {
 		name, label string
+		n           float64 // processes spawned
 		dagu, want  float64
 	}{
-		{"parallel-200", "200 independent `true` tasks in one run", 2.23, 0.15},
-		{"sequential-100", "100 sequential `true` tasks in one run", 1.22, 0.3},
-		{"runs-50", "50 one-task `true` runs, one after another", 3.22, 0.25},
-		{"kill9-redispatch", "restart after kill -9 → interrupted task re-dispatched (exec of the binary to attempt 2 running)", 245, 1},
+		{"parallel-200", "200 independent `true` tasks in one run", 200, 2.23, 0.15},
+		{"sequential-100", "100 sequential `true` tasks in one run", 100, 1.22, 0.3},
+		{"runs-50", "50 one-task `true` runs, one after another", 50, 3.22, 0.25},
+		{"kill9-redispatch", "restart after kill -9 → interrupted task re-dispatched (exec of the binary to attempt 2 running)", 0, 245, 1},
 	} {
 		got := rs.med(daguName+c.name, "s")
 		bare := rs.med(daguName+c.name, "bare-s")
@@ -119,6 +130,10 @@ func writeEngine(w io.Writer, rs results) {
 		note := ""
 		if bare > c.want {
 			note = fmt.Sprintf("; the bare baseline alone takes %s", secs(bare))
+			if floor := c.n * childCPU / 1000 / cpus; floor > c.want {
+				note += fmt.Sprintf(", and the %s `true` processes alone need %s of CPU (%s each at least, measured in the baselines), %s on %s cores: no spawner can meet the limit on this machine",
+					num(c.n), secs(c.n*childCPU/1000), msf(childCPU), secs(floor), num(cpus))
+			}
 		}
 		p("| 6 | %s (`BenchmarkDagu/%s`) | %s: %s over the bare baseline (%s of it; %s Dagu's) | bare Go, same spawns, same run: %s; Dagu: %s | ≤ %s | %s%s |", c.label, c.name,
 			secs(got), secs(got-bare), times(got/bare), times(got/c.dagu), secs(bare), secs(c.dagu), secs(c.want), verdict(got, c.want, false), note)
@@ -194,6 +209,11 @@ func writeEngine(w io.Writer, rs results) {
 	p("  program's `exec.Command(\"true\").Run()` doing the same spawns (200 from")
 	p("  16 goroutines; 100 and 50 one after another), which on this machine")
 	p("  takes most of the time (Dagu's figures come from another machine).")
+	p("  The CPU time each baseline's `true` processes used themselves (user +")
+	p("  system, from wait4): %s each spawned one at a time (sequential-100),", msf(rs.med(daguName+"sequential-100", "child-cpu-ms/spawn")))
+	p("  %s each 16 at a time (parallel-200, on %s cores). The least of these,", msf(rs.med(daguName+"parallel-200", "child-cpu-ms/spawn")), num(cpus))
+	p("  times the number of processes, over the cores, is a floor no spawner")
+	p("  can go under.")
 	p("  Each figure is the median of the benchmark's runs (`-count=%d`), each", len(rs.values(daguName+"sequential-100", "s")))
 	p("  run with its own daemon and its own baseline.")
 	p("  `engine/bench_dagu_test.go` `BenchmarkDaguEngine` runs the same three")
