@@ -367,10 +367,13 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	}
 	l.WriteLatency.Observe(time.Since(start))
 	if err != nil {
-		if uerr := l.segs.undo(index); uerr != nil {
+		err = fmt.Errorf("write index %d: %w", index, err)
+		if uerr := l.segs.undo(index); errors.Is(uerr, ErrSync) {
+			err = fmt.Errorf("%w (%w)", uerr, err)
+		} else if uerr != nil {
 			l.opts.Logger.Warn("wal: a reopen will cut or replay the failed write", "err", uerr)
 		}
-		return 0, l.fail(fmt.Errorf("write index %d: %w", index, err))
+		return 0, l.fail(err)
 	}
 	start = time.Now()
 	if err := l.sync(OpSync, index, l.segs.sync); err != nil {

@@ -755,8 +755,21 @@ func TestFailedWriteIsTakenBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendRecs(t, l, 0, 2)
-			if _, err := l.Append([][]byte{rec(2)}); !errors.Is(err, full) {
-				t.Fatalf("append at the failing write: %v, want the injected error", err)
+			var synced []int64 // the tail's size at each fsync of the take-back
+			undoSync = func(f *os.File) error {
+				fi, err := f.Stat()
+				if err != nil {
+					return err
+				}
+				synced = append(synced, fi.Size())
+				return datasync(f)
+			}
+			defer func() { undoSync = datasync }()
+			if _, err := l.Append([][]byte{rec(2)}); !errors.Is(err, full) || errors.Is(err, ErrSync) {
+				t.Fatalf("append at the failing write: %v, want the injected error, not an fsync's", err)
+			}
+			if want := l.segs.start; len(synced) != 1 || synced[0] != int64(want) {
+				t.Fatalf("take-back fsyncs saw the tail at sizes %v, want one at %d, where the write began: a crash could bring the entry back", synced, want)
 			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
@@ -778,5 +791,28 @@ func TestFailedWriteIsTakenBack(t *testing.T) {
 				t.Fatalf("log holds %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestFailedTakeBackIsAnFsyncFailure: when the fsync of a failed write's
+// take-back fails, what the disk holds is not known: the append fails
+// with ErrSync, which the engine never retries as a full disk.
+func TestFailedTakeBackIsAnFsyncFailure(t *testing.T) {
+	full := errors.New("injected: no space left on device")
+	l, err := Open(t.TempDir(), Options{Logger: quiet, Fault: func(op Op, index uint64) error {
+		if op == OpWrite && index == 2 {
+			return full
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendRecs(t, l, 0, 1)
+	undoSync = func(*os.File) error { return errors.New("injected: fsync failed") }
+	defer func() { undoSync = datasync }()
+	if _, err := l.Append([][]byte{rec(1)}); !errors.Is(err, ErrSync) || !errors.Is(err, full) {
+		t.Fatalf("append whose take-back fsync failed: %v, want ErrSync wrapping the write's error", err)
 	}
 }

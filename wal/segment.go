@@ -183,9 +183,12 @@ func (s *segments) pad(n int) {
 // handed to the file and then failed: see OpWrite): the tail is truncated
 // to where the write began, so that a later Open, the engine's recovery
 // from a full disk above all, neither replays an entry whose append
-// failed nor cuts part of one as a torn tail. It is not fsynced: a crash
-// may bring the entry back, as a crash during any failed append may. A
-// truncation needs no space. The log is poisoned and writes no more.
+// failed nor cuts part of one as a torn tail. The truncation is fsynced
+// before the append's error is returned, so that a client told of the
+// failure never finds the entry after a crash either; when that fsync
+// fails, the error is ErrSync (never taken for a full disk: what the disk
+// holds is not known). A truncation needs no space. The log is poisoned
+// and writes no more.
 func (s *segments) undo(index uint64) error {
 	if s.start < 0 {
 		return nil // it failed before writing anything
@@ -194,8 +197,14 @@ func (s *segments) undo(index uint64) error {
 		return fmt.Errorf("wal: take back the failed write of index %d in %s: %w", index, s.name, err)
 	}
 	s.bytes, s.padded, s.last = s.start, s.start, index-1
+	if err := undoSync(s.tail); err != nil {
+		return fmt.Errorf("%w: %s after taking back the failed write of index %d: %w", ErrSync, s.name, index, err)
+	}
 	return nil
 }
+
+// undoSync is datasync for undo; tests watch it.
+var undoSync = datasync
 
 // padWrite is (*os.File).WriteAt for pad; tests make it fail.
 var padWrite = (*os.File).WriteAt
