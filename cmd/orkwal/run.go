@@ -38,10 +38,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks"},
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
-			&cli.DurationFlag{Name: "retention", Value: 7 * 24 * time.Hour, Usage: "drop finished runs older than this (at snapshot time)"},
-			&cli.IntFlag{Name: "keep-runs", Value: 1000, Usage: "keep at most this many finished runs per workflow"},
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
-		}, daemonFlags()...),
+		}, append(retentionFlags(), daemonFlags()...)...),
 		Action: runDaemon,
 	}
 }
@@ -207,12 +205,32 @@ func checkLimits(c *cli.Context) error {
 	switch {
 	case c.Int64("compact-bytes") < 1<<20:
 		return exitf(exitUsage, "--compact-bytes must be at least 1 MiB (1048576)")
+	case c.Int64("max-log-bytes") < 1024:
+		return exitf(exitUsage, "--max-log-bytes must be at least 1024")
+	}
+	return checkRetention(c)
+}
+
+// retentionFlags say which finished runs a compaction prunes: the daemon's
+// (`run`), and those of `wal compact`, which must be given the same values
+// or it prunes by its own defaults. The environment variables let both
+// read one setting.
+func retentionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "retention", Value: 7 * 24 * time.Hour, EnvVars: []string{"ORKWAL_RETENTION"},
+			Usage: "drop finished runs older than this (at snapshot time)"},
+		&cli.IntFlag{Name: "keep-runs", Value: 1000, EnvVars: []string{"ORKWAL_KEEP_RUNS"},
+			Usage: "keep at most this many finished runs per workflow"},
+	}
+}
+
+// checkRetention rejects retention settings that cannot work.
+func checkRetention(c *cli.Context) error {
+	switch {
 	case c.Duration("retention") < time.Minute:
 		return exitf(exitUsage, "--retention must be at least 1m")
 	case c.Int("keep-runs") < 1:
 		return exitf(exitUsage, "--keep-runs must be at least 1")
-	case c.Int64("max-log-bytes") < 1024:
-		return exitf(exitUsage, "--max-log-bytes must be at least 1024")
 	}
 	return nil
 }

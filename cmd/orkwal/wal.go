@@ -31,8 +31,8 @@ func walCommand() *cli.Command {
 				&cli.IntFlag{Name: "limit", Usage: "at most this many records (0 = all)"}}, Action: walInspect},
 			{Name: "repair", Usage: "cut the log at an index, keeping a copy of what is removed", Flags: []cli.Flag{data,
 				&cli.Uint64Flag{Name: "truncate-at", Required: true, Usage: "first WAL index to remove"}}, Action: walRepair},
-			{Name: "compact", Usage: "write a snapshot and truncate the log now (the daemon must be stopped)",
-				Flags: []cli.Flag{data}, Action: walCompact},
+			{Name: "compact", Usage: "write a snapshot and truncate the log now (the daemon must be stopped); finished runs are pruned by --retention and --keep-runs: give it the daemon's",
+				Flags: append([]cli.Flag{data}, retentionFlags()...), Action: walCompact},
 		},
 	}
 }
@@ -171,10 +171,14 @@ func firstIndex(dir string) uint64 {
 }
 
 // walCompact writes a snapshot of a stopped daemon's folder and truncates
-// its log.
+// its log, pruning finished runs by the retention flags.
 func walCompact(c *cli.Context) error {
+	if err := checkRetention(c); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
-	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), Logger: logger})
+	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), Logger: logger,
+		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs")})
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}

@@ -274,3 +274,60 @@ func TestWalRepairSetsSnapshotsAsideBeforeCutting(t *testing.T) {
 		t.Fatal("the folder boots to another state after the interrupted repair")
 	}
 }
+
+// TestWalCompactPrunesByItsFlags: `wal compact` prunes finished runs by
+// the --keep-runs and --retention it is given, as the daemon's compactions
+// do; it used the engine's defaults, and so pruned runs a daemon started
+// with a longer retention keeps. A setting that cannot work is refused
+// before the folder is opened.
+func TestWalCompactPrunesByItsFlags(t *testing.T) {
+	dir := t.TempDir()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	open := func() *engine.Engine {
+		eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet,
+			Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return eng
+	}
+	eng := open()
+	eng.Start()
+	if _, _, err := eng.PutWorkflow(&workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "a", Executor: "noop"}}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		id, err := eng.Trigger("w", nil, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := eng.WaitRun(t.Context(), id); err != nil || r.Status != "success" {
+			t.Fatalf("run %s: %s, %v", id, r.Status, err)
+		}
+	}
+	eng.Close()
+	runs := func() int {
+		eng := open()
+		defer eng.Close()
+		return len(eng.Runs(engine.RunFilter{Workflow: "w"}))
+	}
+	if out, code := walCLI(t, "compact", "--data", dir, "--keep-runs", "0"); code != 2 || !strings.Contains(out, "--keep-runs must be at least 1") {
+		t.Fatalf("compact --keep-runs 0: %d %s, want a usage error", code, out)
+	}
+	if n := runs(); n != 6 {
+		t.Fatalf("%d runs after a refused compact, want 6", n)
+	}
+	if out, code := walCLI(t, "compact", "--data", dir, "--keep-runs", "4"); code != 0 {
+		t.Fatalf("compact --keep-runs 4: %d %s", code, out)
+	}
+	if n := runs(); n != 4 {
+		t.Fatalf("%d runs after compact --keep-runs 4, want 4", n)
+	}
+	t.Setenv("ORKWAL_KEEP_RUNS", "2")
+	if out, code := walCLI(t, "compact", "--data", dir); code != 0 {
+		t.Fatalf("compact with ORKWAL_KEEP_RUNS=2: %d %s", code, out)
+	}
+	if n := runs(); n != 2 {
+		t.Fatalf("%d runs after compact with ORKWAL_KEEP_RUNS=2, want 2", n)
+	}
+}
