@@ -99,9 +99,18 @@ func New(eng *engine.Engine, logger *slog.Logger, opts ...Option) *Server {
 // stream would otherwise hold its connection until the attempt ends.
 func (s *Server) StopStreams() { s.quitOnce.Do(func() { close(s.quit) }) }
 
-func (s *Server) handle(pattern string, h http.HandlerFunc) {
+// handle registers h for pattern, taking the query parameters params, each
+// at most once: any other, or one given twice, is answered 400 before h
+// runs (a typo such as ?stauts= must not silently list everything).
+func (s *Server) handle(pattern string, h http.HandlerFunc, params ...string) {
 	s.routes[pattern] = true
-	s.mux.HandleFunc(pattern, h)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := checkQuery(r.URL.RawQuery, params); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		h(w, r)
+	})
 }
 
 func (s *Server) register() {
@@ -115,12 +124,12 @@ func (s *Server) register() {
 	s.handle("POST /workflows/{name}/runs", s.triggerRun)
 	s.handle("POST /workflows/{name}/schedule/pause", s.pauseSchedule)
 	s.handle("POST /workflows/{name}/schedule/resume", s.resumeSchedule)
-	s.handle("GET /runs", s.listRuns)
-	s.handle("GET /runs/{id}", s.getRun)
+	s.handle("GET /runs", s.listRuns, "workflow", "status", "since", "limit", "cursor")
+	s.handle("GET /runs/{id}", s.getRun, "wait")
 	s.handle("POST /runs/{id}/cancel", s.cancelRun)
 	s.handle("POST /runs/{id}/retry", s.retryRun)
 	s.handle("GET /runs/{id}/tasks", s.listTasks)
-	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs)
+	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
 }
 
 // Routes lists the registered method and path patterns ("GET /runs/{id}").

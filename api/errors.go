@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 
 	"github.com/orkwal/orkwal/engine"
 )
@@ -65,9 +64,3 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
-func sortedCopy(xs []string) []string {
-	out := append([]string(nil), xs...)
-	sort.Strings(out)
-	return out
-}

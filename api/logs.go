@@ -72,9 +72,6 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) {
 
 func parseLogsQuery(r *http.Request) (attempt int, follow bool, err error) {
 	q := r.URL.Query()
-	if err := knownParams(q, "attempt", "follow"); err != nil {
-		return 0, false, err
-	}
 	v, err := single(q, "attempt")
 	if err != nil {
 		return 0, false, err

@@ -75,30 +75,8 @@ func single(q url.Values, key string) (string, error) {
 	return "", fmt.Errorf("%s: given %d times, give it once", key, len(vs))
 }
 
-// knownParams rejects a query parameter not in allowed (a typo such as
-// ?stauts= must not silently list everything).
-func knownParams(q url.Values, allowed ...string) error {
-	var unknown []string
-outer:
-	for k := range q {
-		for _, a := range allowed {
-			if k == a {
-				continue outer
-			}
-		}
-		unknown = append(unknown, strconv.Quote(k))
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("unknown query parameter %s (known: %s)", strings.Join(sortedCopy(unknown), ", "), strings.Join(allowed, ", "))
-	}
-	return nil
-}
-
 func parseRunsQuery(q url.Values) (runsQuery, error) {
 	rq := runsQuery{limit: DefaultRunsLimit}
-	if err := knownParams(q, "workflow", "status", "since", "limit", "cursor"); err != nil {
-		return rq, err
-	}
 	vals := map[string]string{}
 	for _, k := range []string{"workflow", "status", "since", "limit", "cursor"} {
 		v, err := single(q, k)
