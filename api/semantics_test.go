@@ -311,3 +311,34 @@ func TestSchedulePauseResumeThroughAPI(t *testing.T) {
 		t.Fatalf("unknown workflow: %d", code)
 	}
 }
+
+// TestEnvPlaceholdersAreFilled: a task's env values get the run's params
+// and the task's inputs at dispatch ({{params.NAME}}, {{inputs.NAME}}; a
+// JSON string input gives its text, any other value its JSON).
+func TestEnvPlaceholdersAreFilled(t *testing.T) {
+	f := newFixture(t)
+	f.put(`name: greet
+params: {who: nobody}
+tasks:
+  up: {command: 'echo "{\"name\": \"ann\", \"n\": 3}" > "$ORKWAL_OUTPUT"'}
+  say:
+    depends_on: [up]
+    inputs:
+      name: {ref: tasks.up.output.name}
+      n: {ref: tasks.up.output.n}
+    env: {GREETING: 'hi {{params.who}}, {{ inputs.name }} x{{inputs.n}}'}
+    command: 'printf "%s" "$GREETING"'
+`)
+	code, body := f.do("POST", "/workflows/greet/runs", `{"params": {"who": "bob"}}`)
+	if code != 201 {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	var r struct{ ID string }
+	json.Unmarshal([]byte(body), &r)
+	if run := f.waitRun(r.ID); run.Status != "success" {
+		t.Fatalf("run %s", run.Status)
+	}
+	if _, log := f.do("GET", "/runs/"+r.ID+"/tasks/say/logs", ""); log != "hi bob, ann x3" {
+		t.Fatalf("the task saw GREETING=%q, want %q", log, "hi bob, ann x3")
+	}
+}

@@ -182,26 +182,25 @@ var (
 
 // checkTemplates checks the placeholders of an http task and of env values:
 // {{params.NAME}} of a declared param, {{inputs.NAME}} of a declared input,
-// ${env:NAME} of a valid variable name.
+// ${env:NAME} of a valid variable name. (Any other {{...}} would be
+// rendered empty at dispatch.)
 func (p *parser) checkTemplates(spec *Spec, pt parsedTask, path string) error {
 	t := pt.task
+	fields := map[string]string{} // path of each template → its text
 	for k, v := range t.Env {
-		if err := p.checkEnvRefs(pt, joinPath(joinPath(path, "env"), k), v); err != nil {
-			return err
+		fields[joinPath(joinPath(path, "env"), k)] = v
+	}
+	if t.HTTP != nil {
+		fields[joinPath(path, "url")], fields[joinPath(path, "body")] = t.HTTP.URL, t.HTTP.Body
+		for k, v := range t.HTTP.Headers {
+			fields[joinPath(joinPath(path, "headers"), k)] = v
+		}
+		if t.HTTP.Async != nil {
+			fields[joinPath(joinPath(path, "async"), "status_url")] = t.HTTP.Async.StatusURL
 		}
 	}
-	if t.HTTP == nil {
-		return nil
-	}
-	fields := map[string]string{"url": t.HTTP.URL, "body": t.HTTP.Body}
-	for k, v := range t.HTTP.Headers {
-		fields["headers."+k] = v
-	}
-	if t.HTTP.Async != nil {
-		fields["async.status_url"] = t.HTTP.Async.StatusURL
-	}
-	for _, key := range sortedKeys(fields) {
-		v, at := fields[key], joinPath(path, key)
+	for _, at := range sortedKeys(fields) {
+		v := fields[at]
 		for _, m := range placeholderRe.FindAllStringSubmatch(v, -1) {
 			if !knownPlaceholder(spec, t, m[1]) {
 				return p.fail(pt.node, at, "placeholder {{%s}}: use {{params.NAME}} of a declared param or {{inputs.NAME}} of a declared input", m[1])

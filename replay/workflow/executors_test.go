@@ -68,6 +68,9 @@ func TestParseExecutorErrors(t *testing.T) {
 		{"url on process", "{command: x, url: http://x}", "are for executor http"},
 		{"unknown placeholder", "{executor: http, url: 'http://x/{{params.nope}}'}", "tasks.t.url: placeholder {{params.nope}}"},
 		{"bad env ref", "{command: x, env: {A: '${API_TOKEN}'}}", "tasks.t.env.A: ${API_TOKEN}: use ${env:NAME}"},
+		{"env unknown param", "{command: x, env: {A: 'x-{{params.nope}}'}}", "tasks.t.env.A: placeholder {{params.nope}}"},
+		{"env other placeholder", "{command: x, env: {A: '{{ name }}'}}", "tasks.t.env.A: placeholder {{name}}"},
+		{"header unknown input", "{executor: http, url: 'http://x', headers: {X-A: '{{inputs.nope}}'}}", "tasks.t.headers.X-A: placeholder {{inputs.nope}}"},
 		{"async without id", "{executor: http, url: 'http://x', async: {status_field: s, success: [ok]}}", "exactly one of id_field (with status_url) and status_url_field"},
 	} {
 		_, err := Parse(file, []byte("name: w\ntasks:\n  t: "+tc.task+"\n"))
