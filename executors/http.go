@@ -97,7 +97,8 @@ type HTTPConfig struct {
 // Every request is logged to Job.LogPath as one line (method, URL with query
 // values redacted, header names, status, size, time) followed by the
 // response body; polls log one line each, and their body only when it ends
-// the job. Finished.ExitCode is 0 on success, 1 on failure and -1 when
+// the job. The log is capped by Job.MaxLogBytes as a process's output is
+// (see cappedLog). Finished.ExitCode is 0 on success, 1 on failure and -1 when
 // stopped. Handle.Stop cancels the request or poll in flight and ends the job
 // with Finished{OK: false, Err: "stopped"}; it ignores its grace.
 type HTTP struct {
@@ -122,7 +123,7 @@ func (e *HTTP) Start(job Job, report func(Event)) (Handle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
-	logFile, err := openLog(job.LogPath)
+	log, err := openHTTPLog(job)
 	if err != nil {
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
 	}
@@ -130,7 +131,7 @@ func (e *HTTP) Start(job Job, report func(Event)) (Handle, error) {
 	h := &httpHandle{cancel: cancel}
 	r := &httpRun{
 		exec: e, job: job, spec: job.HTTP, target: target, ctx: ctx,
-		handle: h, report: report, log: httpLog{file: logFile},
+		handle: h, report: report, log: log,
 	}
 	go r.run()
 	return h, nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -104,30 +103,52 @@ func jsonString(data []byte) []byte {
 // httpLog appends an HTTP job's lines to its log file (nil: no log).
 // Write errors are ignored: the log is for people, not for the outcome.
 type httpLog struct {
-	file *os.File
+	w    io.Writer    // nil: no log
+	done func() error // completes and closes the log
+}
+
+// openHTTPLog opens job's log: capped as a process's output is when
+// job.MaxLogBytes is set (head and tail kept, see cappedLog; the file is
+// created on the first line), else appended to as it is.
+func openHTTPLog(job Job) (httpLog, error) {
+	switch {
+	case job.LogPath == "":
+		return httpLog{}, nil
+	case job.MaxLogBytes > 0:
+		c, err := newCappedLog(job.LogPath, job.MaxLogBytes)
+		if err != nil {
+			return httpLog{}, err
+		}
+		return httpLog{w: c, done: c.finish}, nil
+	}
+	f, err := openLog(job.LogPath)
+	if err != nil {
+		return httpLog{}, err
+	}
+	return httpLog{w: f, done: f.Close}, nil
 }
 
 // line writes one "orkwal http: ..." line.
 func (l httpLog) line(format string, args ...any) {
-	if l.file != nil {
-		fmt.Fprintf(l.file, "orkwal http: "+format+"\n", args...)
+	if l.w != nil {
+		fmt.Fprintf(l.w, "orkwal http: "+format+"\n", args...)
 	}
 }
 
 // body writes a response body, ending it with a newline.
 func (l httpLog) body(b []byte) {
-	if l.file == nil || len(b) == 0 {
+	if l.w == nil || len(b) == 0 {
 		return
 	}
-	_, _ = l.file.Write(b)
+	_, _ = l.w.Write(b)
 	if b[len(b)-1] != '\n' {
-		_, _ = io.WriteString(l.file, "\n")
+		_, _ = io.WriteString(l.w, "\n")
 	}
 }
 
-// close closes the log file.
+// close completes and closes the log (a capped log's tail is appended).
 func (l httpLog) close() {
-	if l.file != nil {
-		_ = l.file.Close()
+	if l.done != nil {
+		_ = l.done()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -649,5 +650,33 @@ func TestLookupField(t *testing.T) {
 	}
 	if _, err := decodeJSON([]byte(`{} {}`)); err == nil {
 		t.Error("two documents decoded as one")
+	}
+}
+
+// TestHTTPLogIsCapped: an http task's log is capped by Job.MaxLogBytes as
+// a process's output is: the head and the tail are kept, with the marker
+// between them, however large the logged response body.
+func TestHTTPLogIsCapped(t *testing.T) {
+	body := string(seqOutput(1, 3000))
+	srv := serve(t, reply(200, body))
+	job := newHTTPJob(t, HTTPJob{Method: "GET", URL: srv.URL})
+	job.MaxLogBytes = 1024
+	if fin := runHTTP(t, job); !fin.OK {
+		t.Fatalf("Finished = %+v, want success", fin)
+	}
+	got, err := os.ReadFile(job.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tail := splitCap(job.MaxLogBytes)
+	if !strings.HasPrefix(string(got), "orkwal http: GET ") || !strings.Contains(string(got), "bytes of output omitted") ||
+		!strings.HasSuffix(string(got), body[len(body)-int(tail):]) {
+		t.Fatalf("log (%d bytes) does not keep the head, the marker and the body's last %d bytes:\n%s", len(got), tail, got)
+	}
+	if max := job.MaxLogBytes + int64(len(logMarker(1<<20, 1<<20, 1<<20))); int64(len(got)) > max {
+		t.Fatalf("log is %d bytes, over the cap %d and its marker", len(got), job.MaxLogBytes)
+	}
+	if _, err := os.Stat(job.LogPath + tailSuffix); !os.IsNotExist(err) {
+		t.Fatalf("the ring sidecar is left: %v", err)
 	}
 }
