@@ -288,8 +288,11 @@ func (e *Engine) interruptInFlight() error {
 				continue
 			}
 			e.killLeftover(t)
-			// A crash mid-attempt leaves the log's capped tail beside it.
-			os.Remove(LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt) + ".tail")
+			// A crash mid-attempt leaves the log's capped tail beside it:
+			// the log is completed from it, and says it was interrupted.
+			if err := executors.RecoverLog(LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt)); err != nil {
+				e.log.Warn("could not complete the log of an interrupted attempt", "run", run.ID, "task", t.Key(), "attempt", t.Attempt, "err", err)
+			}
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
 			scratch = append(scratch, scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))

@@ -201,34 +201,69 @@ func TestFailedFrameAbortsBeforeTheTurnEnds(t *testing.T) {
 	}
 }
 
-// TestBootRemovesScratchOfInterruptedAttempts: an attempt a crash
-// interrupted loses its scratch files at boot, once its interruption is
-// durable.
-func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
+// crashMidAttempt starts the first attempt of a diamond run, calls leave
+// to make the files its executor would have made, crashes the engine and
+// boots a new one, returning the interrupted attempt's job and the second
+// attempt's, which the reboot dispatched.
+func crashMidAttempt(t *testing.T, leave func(a executors.Job)) (a, a2 executors.Job) {
+	t.Helper()
 	dir := t.TempDir()
 	m := newManual(t, dir)
 	e := openEngine(t, dir, m, 8)
 	put(t, e, diamond("process"))
 	trigger(t, e, "diamond")
-	a := m.next()
-	if err := os.MkdirAll(filepath.Dir(a.Scratch), 0o755); err != nil { // what a process executor makes
-		t.Fatal(err)
-	}
-	for _, suffix := range []string{".input.json", ".output.json"} {
-		if err := os.WriteFile(a.Scratch+suffix, []byte("{}"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a = m.next()
+	leave(a)
 	crash(e)
 	m2 := newManual(t, dir)
 	e2 := openEngine(t, dir, m2, 8)
-	defer e2.Close()
-	if a2 := m2.next(); a2.Attempt != 2 || a2.Scratch == a.Scratch {
+	t.Cleanup(func() { e2.Close() })
+	return a, m2.next()
+}
+
+// writeFile writes data to path, making its folder.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBootRemovesScratchOfInterruptedAttempts: an attempt a crash
+// interrupted loses its scratch files at boot, once its interruption is
+// durable.
+func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
+	suffixes := []string{".input.json", ".output.json"}
+	a, a2 := crashMidAttempt(t, func(a executors.Job) {
+		for _, suffix := range suffixes { // what a process executor makes
+			writeFile(t, a.Scratch+suffix, "{}")
+		}
+	})
+	if a2.Attempt != 2 || a2.Scratch == a.Scratch {
 		t.Fatalf("after the crash: attempt %d at %s", a2.Attempt, a2.Scratch)
 	}
-	for _, suffix := range []string{".input.json", ".output.json"} {
+	for _, suffix := range suffixes {
 		if _, err := os.Stat(a.Scratch + suffix); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("scratch file %s of the interrupted attempt after boot: %v, want it removed", suffix, err)
 		}
+	}
+}
+
+// TestBootCompletesTheLogOfAnInterruptedAttempt: boot completes the log
+// of an attempt a crash interrupted (executors.RecoverLog: the capped
+// log's ring, then a line saying so; TestRecoverLogCompletesAnInterruptedLog
+// covers the ring) and leaves no ring beside it. Boot used to remove the
+// ring unread, and the log kept its head only.
+func TestBootCompletesTheLogOfAnInterruptedAttempt(t *testing.T) {
+	a, a2 := crashMidAttempt(t, func(a executors.Job) { writeFile(t, a.LogPath, "step 1 of 3\n") })
+	if a2.Attempt != 2 || a2.LogPath == a.LogPath {
+		t.Fatalf("after the crash: attempt %d logging to %s", a2.Attempt, a2.LogPath)
+	}
+	got, err := os.ReadFile(a.LogPath)
+	if want := "step 1 of 3\n\n[orkwal: attempt interrupted: the daemon stopped]\n"; err != nil || string(got) != want {
+		t.Fatalf("the interrupted attempt's log after boot: %q, %v; want %q", got, err, want)
 	}
 }

@@ -750,3 +750,86 @@ func TestCappedLogOfferWhileCreating(t *testing.T) {
 		t.Errorf("log holds %d bytes, want the %d offered, in order", len(got), len(want))
 	}
 }
+
+// interruptCapped writes out to a capped log at path in chunks, then stops
+// as a crash of the daemon would: the files are closed, finish never runs.
+func interruptCapped(t *testing.T, path string, out []byte, maxBytes int64) {
+	t.Helper()
+	c, err := newCappedLog(path, maxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := out; len(p) > 0; {
+		k := min(len(p), 7)
+		c.Write(p[:k])
+		p = p[k:]
+	}
+	c.created()
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	if c.log != nil {
+		c.log.Close()
+	}
+	if c.ring != nil {
+		c.ring.Close()
+	}
+}
+
+// TestRecoverLogCompletesAnInterruptedLog: the log of an attempt that a
+// crash interrupted is completed at boot from the ring beside it, as the
+// attempt's end would have (head, marker, tail in order), followed by a
+// line saying it was interrupted. Before, boot removed the ring: the log
+// kept its head only, losing the end of the output, where the reason of a
+// failure usually is.
+func TestRecoverLogCompletesAnInterruptedLog(t *testing.T) {
+	t.Parallel()
+	const c = 100
+	const note = "\n[orkwal: attempt interrupted: the daemon stopped]\n"
+	for _, size := range []int64{1, c / 2, c/2 + 1, c - 1, c, c + 1, 3*c + 17, 100 * c} {
+		t.Run(strconv.FormatInt(size, 10), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "logs", "1.log")
+			out := seqOutput(1, int(size))[:size]
+			interruptCapped(t, path, out, c)
+			if err := RecoverLog(path); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if want := string(wantCapped(out, c)) + note; string(got) != want {
+				t.Fatalf("recovered log\n%q, want\n%q", got, want)
+			}
+			if _, err := os.Stat(path + tailSuffix); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the ring is still there: %v", err)
+			}
+		})
+	}
+	t.Run("no output", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "logs", "1.log")
+		if err := RecoverLog(path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("a log was made for an attempt that wrote nothing: %v", err)
+		}
+	})
+	t.Run("ring unreadable", func(t *testing.T) {
+		// A power cut can leave the ring's header unwritten: the head is
+		// kept, and the note says the end is lost.
+		path := filepath.Join(t.TempDir(), "logs", "1.log")
+		out := seqOutput(1, 3*c)[:3*c]
+		interruptCapped(t, path, out, c)
+		if err := os.WriteFile(path+tailSuffix, make([]byte, ringHeaderSize+c/2), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := RecoverLog(path); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(path)
+		if !bytes.HasPrefix(got, out[:c/2]) || !bytes.Contains(got, []byte("the end of its output is lost")) {
+			t.Fatalf("log with an unreadable ring: %q", got)
+		}
+		if _, err := os.Stat(path + tailSuffix); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the unreadable ring is still there: %v", err)
+		}
+	})
+}
