@@ -146,16 +146,18 @@ func (s *State) rerun(run *Run, at int64) {
 }
 
 // reset returns a task to pending with a fresh retry budget. An expanded
-// node goes back to running: its own instances are reset one by one.
+// node goes back to running: its own instances are reset one by one. A
+// node whose expansion failed has no instances to end it: it goes back to
+// pending and expands again once its upstream tasks end.
 func (s *State) reset(t *Task) {
 	s.touch(t)
 	t.Failures, t.Interruptions, t.NotBefore = 0, 0, 0
 	t.Error, t.ExitCode, t.Output, t.FinishedAt = "", 0, nil, 0
-	if t.Expanded {
+	if t.Expanded && len(t.Instances) > 0 {
 		t.Status = Running
 		return
 	}
-	t.Status = Pending
+	t.Expanded, t.Status = false, Pending
 	if t.MutexKey != "" {
 		s.mutexPush(t)
 	}

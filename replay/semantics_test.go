@@ -295,3 +295,41 @@ func TestRunsPruned(t *testing.T) {
 		t.Fatal("run sequence reused after pruning")
 	}
 }
+
+// TestRerunExpandsAFanOutThatFailedToExpand: a fan-out whose expansion
+// failed (its source's output had no count or list) has no instances. A
+// rerun put it back to running, as if its instances would end it: none
+// ever did, so the run stayed running for good, a cancel could not end it
+// (only pending tasks are cancelled), and it held its workflow's
+// max_active_runs and a delete. It goes back to pending and expands again
+// once its upstream tasks end.
+func TestRerunExpandsAFanOutThatFailedToExpand(t *testing.T) {
+	each := task("each", "discover")
+	each.ParallelFrom, each.OnFailure = "discover.n", "run"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("discover"), each}}, "r")
+	m.run("r", "discover", false, "")
+	if n := m.task("r", "each"); n.Status != Failed || len(n.Instances) != 0 || m.s.Runs["r"].Status != RunFailed {
+		t.Fatalf("before the rerun: node %s with %d instances, run %s", n.Status, len(n.Instances), m.s.Runs["r"].Status)
+	}
+	m.apply(&RunRetried{ID: "r", At: 100})
+	if n := m.task("r", "each"); n.Status != Pending || n.Waiting() != 1 {
+		t.Fatalf("after the rerun: node %s waiting on %d, want pending behind discover", n.Status, n.Waiting())
+	}
+	m.run("r", "discover", true, `{"n": 2}`)
+	if got := m.ready(); len(got) != 2 || got[0] != "r/each[0]" || got[1] != "r/each[1]" {
+		t.Fatalf("ready %v, want the two instances", got)
+	}
+	m.run("r", "each[0]", true, "")
+	m.run("r", "each[1]", true, "")
+	if run := m.s.Runs["r"]; run.Status != RunSuccess {
+		t.Fatalf("rerun ended %s, want success", run.Status)
+	}
+
+	// The same output again: the node fails again, and the run ends.
+	m.apply(&RunCreated{ID: "r2", Workflow: "w", Version: 1, At: m.now})
+	m.run("r2", "discover", true, `{"files": []}`)
+	m.apply(&RunRetried{ID: "r2", At: 200})
+	if n, run := m.task("r2", "each"), m.s.Runs["r2"]; n.Status != Failed || run.Status != RunFailed {
+		t.Fatalf("rerun of a fan-out whose source has no count: node %s, run %s; want both failed", n.Status, run.Status)
+	}
+}
