@@ -247,10 +247,18 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 	return nil
 }
 
-// flight counts an instance entering (+1) or leaving (-1) flight.
+// flight counts an attempt entering (+1) or leaving (-1) flight: for its
+// fan-out node, and for its mutex key, which it holds meanwhile.
 func (s *State) flight(t *Task, delta int) {
 	if t.Parent >= 0 {
 		t.Run.Tasks[t.Parent].instFlight += delta
+	}
+	switch {
+	case t.MutexKey == "":
+	case delta > 0:
+		s.mutexHeld[t.MutexKey] = t
+	case s.mutexHeld[t.MutexKey] == t:
+		delete(s.mutexHeld, t.MutexKey)
 	}
 }
 

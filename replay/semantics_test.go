@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -331,5 +332,44 @@ func TestRerunExpandsAFanOutThatFailedToExpand(t *testing.T) {
 	m.apply(&RunRetried{ID: "r2", At: 200})
 	if n, run := m.task("r2", "each"), m.s.Runs["r2"]; n.Status != Failed || run.Status != RunFailed {
 		t.Fatalf("rerun of a fan-out whose source has no count: node %s, run %s; want both failed", n.Status, run.Status)
+	}
+}
+
+// TestMutexStaysWithTheTaskInFlightAfterRerun: the queue of a mutex key is
+// in creation order, so a rerun task, created before the task of another
+// run that took the key when the first failed, went back to its head and
+// was granted the key while that task still ran: two tasks of one key in
+// flight at once. The key stays with the task in flight until it ends,
+// then goes by creation order; a snapshot restores the same holder.
+func TestMutexStaysWithTheTaskInFlightAfterRerun(t *testing.T) {
+	mig := task("migrate")
+	mig.Mutex = "db"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{mig}}, "r1", "r2", "r3")
+	m.run("r1", "migrate", false, "")
+	r2 := m.task("r2", "migrate")
+	m.now++
+	m.apply(&TaskDispatched{TaskRef: TaskRef{Run: "r2", Task: r2.Index}, Attempt: 1, At: m.now})
+	m.apply(&RunRetried{ID: "r1", At: m.now})
+	if h := m.s.MutexHolder("db"); h != r2 {
+		t.Fatalf("while r2's attempt is in flight, the mutex is held by %s", h.ID())
+	}
+	var buf bytes.Buffer
+	if err := m.s.Snapshot(1).Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := DecodeSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Restore(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := back.MutexHolder("db"); h == nil || h.ID() != r2.ID() {
+		t.Fatalf("restored from a snapshot, the mutex is held by %v, want %s", h, r2.ID())
+	}
+	m.apply(&TaskFinished{TaskRef: TaskRef{Run: "r2", Task: r2.Index}, Attempt: 1, OK: true, At: m.now})
+	if h := m.s.MutexHolder("db"); h == nil || h.Run.ID != "r1" {
+		t.Fatalf("after r2's task, the mutex is held by %v, want r1's (created first)", h)
 	}
 }

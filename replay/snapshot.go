@@ -378,8 +378,8 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 }
 
 // rebuild recomputes a restored run's derived structures: downstream
-// lists, counters, waiting counts, the ready queue, mutex queues, active
-// runs.
+// lists, counters, waiting counts, the ready queue, mutex queues and
+// holders, active runs.
 func (s *State) rebuild(run *Run) {
 	for _, t := range run.Tasks {
 		for _, d := range t.Deps {
@@ -395,6 +395,9 @@ func (s *State) rebuild(run *Run) {
 		}
 		if t.MutexKey != "" && !t.Status.Terminal() {
 			s.mutexPush(t)
+		}
+		if t.MutexKey != "" && t.AttemptInFlight() {
+			s.mutexHeld[t.MutexKey] = t
 		}
 	}
 	s.recountNodes(run)

@@ -60,6 +60,7 @@ type State struct {
 
 	ready      readyQueue         // derived: pending tasks whose dependencies succeeded
 	mutexes    map[string][]*Task // derived: per mutex key, its unfinished tasks in creation order
+	mutexHeld  map[string]*Task   // derived: per mutex key, its task with an attempt in flight
 	idem       map[string]*Run    // derived: idempotency key → run
 	activeRuns map[string]int     // derived: running runs per workflow
 
@@ -72,7 +73,7 @@ type State struct {
 // New returns an empty state.
 func New() *State {
 	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
-		mutexes: map[string][]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
+		mutexes: map[string][]*Task{}, mutexHeld: map[string]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
 }
 
 // Schedule is the state of a workflow's cron schedule.
@@ -209,9 +210,14 @@ func (t *Task) Waiting() int { return t.waiting }
 // InFlightInstances is how many of a node's instances are in flight.
 func (t *Task) InFlightInstances() int { return t.instFlight }
 
-// MutexHolder returns the task that holds key: the earliest-created task
-// with that key that is not finished. Only it may run.
+// MutexHolder returns the task that holds key: the one with an attempt in
+// flight, else the earliest-created task with that key that is not
+// finished. Only it may run. (A rerun task is created before tasks that
+// took the key meanwhile: it waits for the one in flight.)
 func (s *State) MutexHolder(key string) *Task {
+	if t := s.mutexHeld[key]; t != nil {
+		return t
+	}
 	if q := s.mutexes[key]; len(q) > 0 {
 		return q[0]
 	}
