@@ -10,7 +10,6 @@ import (
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // PutWorkflow stores spec as the workflow's next version, unless it is the
@@ -57,8 +56,8 @@ func indexOf(spec *workflow.Spec, t *workflow.Task) int {
 }
 
 func sameSpec(a, b *workflow.Spec) bool {
-	ea, err1 := msgpack.Marshal(a)
-	eb, err2 := msgpack.Marshal(b)
+	ea, err1 := a.Canonical()
+	eb, err2 := b.Canonical()
 	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
 }
 

@@ -516,6 +516,37 @@ func TestBadCommandsWriteNothing(t *testing.T) {
 	}
 }
 
+// TestSameWorkflowAgainAfterRestartsWritesNothing: `orkwal run` puts its
+// workflow files at every boot, and an unchanged workflow must keep its
+// version. sameSpec compared two msgpack encodings, whose maps (params,
+// env, inputs) came in Go's random map order, so a workflow with two
+// params or inputs was recorded as a new version at most boots, and often
+// live too.
+func TestSameWorkflowAgainAfterRestartsWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	spec := func() *workflow.Spec {
+		s := diamond("noop")
+		s.Params = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6"}
+		s.Tasks[0].Env = map[string]string{"X": "1", "Y": "2", "Z": "3", "W": "4"}
+		s.Tasks[1].Inputs = map[string]workflow.Input{"x": {Const: []byte("1")}, "y": {Const: []byte("2")},
+			"z": {Ref: "tasks.a.output"}}
+		return s
+	}
+	e := openEngine(t, dir, executors.Noop{}, 4)
+	put(t, e, spec())
+	for i := 0; i < 10; i++ {
+		if _, changed, err := e.PutWorkflow(spec(), ""); err != nil || changed {
+			t.Fatalf("boot %d: the same workflow again: changed=%v err=%v, want unchanged", i, changed, err)
+		}
+		crash(e)
+		e = openEngine(t, dir, executors.Noop{}, 4)
+	}
+	defer e.Close()
+	if w, _ := e.Workflow("diamond"); w.Version != 1 {
+		t.Fatalf("version %d after putting the same workflow at every boot, want 1", w.Version)
+	}
+}
+
 func TestSecondEngineOnSameFolderRefused(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, executors.Noop{}, 1)

@@ -11,6 +11,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -37,6 +38,12 @@ type Spec struct {
 	// a JSON type description (see executors/python_types.go).
 	Types map[string][]byte `msgpack:"types,omitempty" json:"types,omitempty"`
 }
+
+// Canonical is the spec's canonical encoding, the same for equal specs:
+// JSON, whose encoder sorts the keys of every map. (msgpack's
+// SetSortMapKeys sorts only maps of strings and of interfaces: inputs and
+// types came out in Go's random map order.)
+func (s *Spec) Canonical() ([]byte, error) { return json.Marshal(s) }
 
 // Task is one node of the DAG.
 type Task struct {
