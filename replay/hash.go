@@ -30,7 +30,11 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 	vals := []any{s.NextSeq, s.NextRunSeq, len(names)}
 	for _, n := range names {
 		w := s.Workflows[n]
-		vals = append(vals, w.Name, w.Version, w.Spec, w.Source, w.CreatedAt, w.UpdatedAt)
+		spec, err := w.Spec.Canonical() // msgpack sorts only some maps' keys
+		if err != nil {
+			return err
+		}
+		vals = append(vals, w.Name, w.Version, spec, w.Source, w.CreatedAt, w.UpdatedAt)
 	}
 	scheds := make([]string, 0, len(s.Schedules))
 	for n := range s.Schedules {
