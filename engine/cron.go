@@ -93,11 +93,15 @@ func (e *Engine) fire(sc *replay.Schedule, now int64, out *turnOutput) {
 	if w == nil || err != nil {
 		return
 	}
-	due := dueFires(s, max(sc.Since, sc.LastFire), now)
+	due, more := dueFires(s, max(sc.Since, sc.LastFire), now)
 	if len(due) == 0 {
 		return
 	}
 	latest := due[len(due)-1]
+	if more { // not the latest fires: skip them, the next turn scans on
+		e.fireOne(sc, w, latest, now, fmt.Sprintf("missed: more than %d fires due at once, not run", maxScan), out)
+		return
+	}
 	onTime := now-latest <= int64(OnTimeGrace)
 	missed := len(due) - 1
 	if !onTime {
@@ -167,18 +171,21 @@ func (e *Engine) activeRun(wf string) string {
 }
 
 // dueFires lists the fire times after from and at or before now, oldest
-// first (bounded by maxScan; then the latest are kept).
-func dueFires(s cron.Schedule, from, now int64) []int64 {
-	var due []int64
+// first, the latest MaxCatchup+1 at most. A scan stops after maxScan fires:
+// more reports that fires after those listed are due too.
+func dueFires(s cron.Schedule, from, now int64) (due []int64, more bool) {
 	t := s.Next(time.Unix(0, from))
-	for n := 0; !t.IsZero() && t.UnixNano() <= now && n < maxScan; n++ {
+	for n := 0; !t.IsZero() && t.UnixNano() <= now; n++ {
+		if n == maxScan {
+			return due, true
+		}
 		due = append(due, t.UnixNano())
 		if len(due) > 2*MaxCatchup {
 			due = append(due[:0], due[len(due)-MaxCatchup-1:]...)
 		}
 		t = s.Next(t)
 	}
-	return due
+	return due, false
 }
 
 // PauseSchedule pauses or resumes a workflow's schedule. Asking for the

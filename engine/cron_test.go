@@ -23,7 +23,7 @@ func TestWeekOfFiveMinuteFires(t *testing.T) {
 		if next > start+int64(7*24*time.Hour) {
 			break
 		}
-		due := dueFires(s, max(sc.Since, sc.LastFire), next)
+		due, _ := dueFires(s, max(sc.Since, sc.LastFire), next)
 		if len(due) != 1 || due[0] != next || due[0] <= last {
 			t.Fatalf("fire %d: due %v at %d (last %d)", fires, due, next, last)
 		}
@@ -48,7 +48,8 @@ func TestDST(t *testing.T) {
 		f, _ := time.Parse(time.RFC3339, from)
 		u, _ := time.Parse(time.RFC3339, to)
 		var got []string
-		for _, at := range dueFires(s, f.UnixNano(), u.UnixNano()) {
+		due, _ := dueFires(s, f.UnixNano(), u.UnixNano())
+		for _, at := range due {
 			got = append(got, time.Unix(0, at).UTC().Format("01-02 15:04"))
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -235,5 +236,32 @@ func TestPauseResumeAndScheduleChanges(t *testing.T) {
 	}
 	if _, err := e.PauseSchedule("p", true); err == nil {
 		t.Fatal("pausing a workflow without a schedule succeeded")
+	}
+}
+
+// TestCatchupAfterMoreFiresThanAScan: a scan of due fires stops after
+// maxScan (a million) of them, 11.6 days of @every 1s. The fires it listed
+// were taken as the latest: catchup latest ran one run per scan (3 for 30
+// days down) and catchup all ran its cap per scan (300). A scan that stops
+// short of now records its last fire skipped, and the next turn scans on.
+func TestCatchupAfterMoreFiresThanAScan(t *testing.T) {
+	for _, p := range []struct {
+		catchup string
+		runs    int
+	}{{"latest", 1}, {"all", MaxCatchup}} {
+		dir := t.TempDir()
+		clock := &fakeClock{}
+		e := openClocked(t, dir, clock, executors.Noop{})
+		put(t, e, cronSpec("c", "@every 1s", p.catchup, "allow"))
+		crash(e)
+		clock.Advance(30 * 24 * time.Hour)
+		e = openClocked(t, dir, clock, executors.Noop{})
+		waitFor(t, e, "the catch-up", func() bool { return nextFire(t, e, "c").After(clock.Now()) })
+		settle(t, e)
+		runs := cronRuns(e, "c")
+		if len(runs) != p.runs || !runs[len(runs)-1].ScheduledAt.Equal(clock.Now()) {
+			t.Errorf("catchup %s after 30 days of @every 1s: %d runs, want %d, the last at now", p.catchup, len(runs), p.runs)
+		}
+		e.Close()
 	}
 }
