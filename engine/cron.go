@@ -48,7 +48,9 @@ func (c *cronCache) schedule(expr string) (cron.Schedule, error) {
 	return s, err
 }
 
-// nextFire returns the schedule's next fire time after its last fire.
+// nextFire returns the schedule's next fire time after its last fire, or 0
+// if it has none (robfig/cron accepts expressions no date matches, such as
+// February 30th: their Next is the zero time).
 func (c *cronCache) nextFire(sc *replay.Schedule) int64 {
 	from := max(sc.Since, sc.LastFire)
 	if n, ok := c.next[sc.Workflow]; ok && n.cron == sc.Cron && n.from == from {
@@ -58,7 +60,10 @@ func (c *cronCache) nextFire(sc *replay.Schedule) int64 {
 	if err != nil {
 		return 0
 	}
-	at := s.Next(time.Unix(0, from)).UnixNano()
+	var at int64
+	if next := s.Next(time.Unix(0, from)); !next.IsZero() {
+		at = next.UnixNano()
+	}
 	c.next[sc.Workflow] = cronNext{cron: sc.Cron, from: from, at: at}
 	return at
 }
@@ -72,7 +77,7 @@ func (e *Engine) fireSchedules(now int64, out *turnOutput) int64 {
 		if sc.Paused {
 			continue
 		}
-		if next := e.cron.nextFire(sc); next > now {
+		if next := e.cron.nextFire(sc); next > now || next == 0 {
 			if next != 0 && (wake == 0 || next < wake) {
 				wake = next
 			}

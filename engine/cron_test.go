@@ -265,3 +265,26 @@ func TestCatchupAfterMoreFiresThanAScan(t *testing.T) {
 		e.Close()
 	}
 }
+
+// TestScheduleThatNeverFires: robfig/cron accepts an expression no date
+// matches (February 30th) and its Next is then the zero time, whose
+// UnixNano is a large negative number: the engine took it for a fire due
+// long ago and armed its wake-up in the past after every turn, spinning a
+// core, and the API showed a next fire in year 1. Such a schedule has no
+// next fire.
+func TestScheduleThatNeverFires(t *testing.T) {
+	dir := t.TempDir()
+	clock := &fakeClock{}
+	e := openClocked(t, dir, clock, executors.Noop{})
+	defer e.Close()
+	put(t, e, cronSpec("c", "0 0 30 2 *", "", ""))
+	settle(t, e)
+	before := e.turns.Load()
+	settle(t, e)
+	if n := e.turns.Load() - before; n > 2 {
+		t.Errorf("an idle engine with a schedule that never fires took %d turns for one command", n)
+	}
+	if w, _ := e.Workflow("c"); w.Schedule == nil || w.Schedule.NextFire != nil {
+		t.Errorf("schedule %+v, want no next fire", w.Schedule)
+	}
+}

@@ -112,8 +112,9 @@ func (e *Engine) viewSchedule(sc *replay.Schedule, spec *workflow.Schedule) *Sch
 		Paused: sc.Paused, LastFire: tsp(sc.LastFire)}
 	if !sc.Paused {
 		if s, err := workflow.ParseCron(sc.Cron); err == nil {
-			next := s.Next(time.Unix(0, max(sc.Since, sc.LastFire))).UTC()
-			v.NextFire = &next
+			if next := s.Next(time.Unix(0, max(sc.Since, sc.LastFire))).UTC(); !next.IsZero() {
+				v.NextFire = &next
+			}
 		}
 	}
 	for _, f := range sc.Fires {
