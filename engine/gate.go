@@ -28,6 +28,11 @@ func newGate(e *Engine, now int64) *gate {
 func (g *gate) blocked(t *replay.Task) string {
 	st := g.e.state
 	spec := t.Spec()
+	if t.Parent >= 0 {
+		if n := t.Run.Tasks[t.Parent]; n.Waiting() > 0 {
+			return fmt.Sprintf("upstream of %s: %d tasks not ended (rerun)", n.Name, n.Waiting())
+		}
+	}
 	if t.NotBefore > g.now {
 		if g.wake == 0 || t.NotBefore < g.wake {
 			g.wake = t.NotBefore

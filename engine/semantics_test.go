@@ -384,3 +384,47 @@ func TestInputDocumentIsValidJSON(t *testing.T) {
 		t.Fatalf("empty input %s", got)
 	}
 }
+
+// TestRerunOfAFanOutCleanupWaitsForItsUpstream: a fan-out with
+// on_failure: run runs once its upstream tasks ended, whatever their
+// outcome. A rerun resets its upstream task that failed and its instances
+// that failed, and dispatched those instances at once, beside the task
+// they clean up after. They wait until it ended again, across a restart
+// too.
+func TestRerunOfAFanOutCleanupWaitsForItsUpstream(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, _ := clocked(t, dir, m, 16)
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{
+		{Name: "work", Executor: "process", Command: []string{"x"}},
+		{Name: "clean", Executor: "process", Command: []string{"x"}, DependsOn: []string{"work"}, OnFailure: "run", Parallel: 2},
+	}})
+	id := trigger(t, e, "w")
+	m.finish(m.next(), false)
+	cl := m.nextSorted(2, func(j executors.Job) string { return fmt.Sprint(j.ParallelIndex) })
+	m.finish(cl[0], true)
+	m.finish(cl[1], false)
+	waitFor(t, e, "failed", func() bool { return runStatus(e, id) == "failed" })
+	if _, err := e.RetryRun(id); err != nil {
+		t.Fatal(err)
+	}
+	if j := m.next(); j.TaskName != "work" {
+		t.Fatalf("the rerun started %s[%d] first, want work", j.TaskName, j.ParallelIndex)
+	}
+	settle(t, e)
+	m.none()
+	if tv := taskView(e, id, "clean[1]"); !strings.Contains(strings.Join(tv.WaitingOn, ""), "upstream of clean") {
+		t.Fatalf("clean[1] waiting on %v", tv.WaitingOn)
+	}
+	crash(e)
+	m2 := newManual(t, dir)
+	e2, _ := clocked(t, dir, m2, 16)
+	defer e2.Close()
+	work := m2.next() // interrupted by the crash, run again
+	settle(t, e2)
+	m2.none()
+	m2.finish(work, true)
+	if j := m2.next(); j.TaskName != "clean" || j.ParallelIndex != 1 {
+		t.Fatalf("after work: %s[%d], want clean[1]", j.TaskName, j.ParallelIndex)
+	}
+}

@@ -73,6 +73,10 @@ func (s *State) end(t *Task, status TaskStatus, at int64) {
 func (s *State) notifyDownstream(t *Task, at int64) {
 	for _, d := range t.Downstream {
 		dt := t.Run.Tasks[d]
+		if dt.Expanded && dt.waiting > 0 { // a rerun fan-out (see countWaiting)
+			dt.waiting--
+			continue
+		}
 		if dt.Status != Pending || dt.Expanded {
 			continue
 		}
@@ -133,14 +137,22 @@ func (s *State) rerun(run *Run, at int64) {
 		s.activeRuns[run.Workflow]++
 	}
 	s.recountNodes(run)
-	for _, t := range run.Tasks {
-		if t.Status == Pending && t.Parent < 0 {
-			t.waiting = s.waitingOn(t)
-		}
-	}
+	s.countWaiting(run)
 	for _, t := range run.Tasks {
 		if t.Status == Pending && (t.Parent >= 0 || t.waiting == 0) {
 			s.release(t, at)
+		}
+	}
+}
+
+// countWaiting sets the waiting count of a run's pending tasks, and of its
+// fan-outs that run again after a rerun: a fan-out with on_failure: run
+// whose upstream task failed runs again behind it, and its instances,
+// though ready, are not dispatched until it ended (the engine's gate).
+func (s *State) countWaiting(run *Run) {
+	for _, t := range run.Tasks {
+		if t.Parent < 0 && (t.Status == Pending || t.Expanded && t.Status == Running) {
+			t.waiting = s.waitingOn(t)
 		}
 	}
 }

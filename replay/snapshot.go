@@ -401,14 +401,9 @@ func (s *State) rebuild(run *Run) {
 		}
 	}
 	s.recountNodes(run)
+	s.countWaiting(run)
 	for _, t := range run.Tasks {
-		if t.Status != Pending {
-			continue
-		}
-		if t.Parent < 0 {
-			t.waiting = s.waitingOn(t)
-		}
-		if t.Parent >= 0 || t.waiting == 0 {
+		if t.Status == Pending && (t.Parent >= 0 || t.waiting == 0) {
 			s.ready.push(t)
 		}
 	}

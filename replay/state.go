@@ -204,7 +204,8 @@ func (t *Task) IsNode() bool { return t.Parent < 0 && t.Spec().FansOut() }
 // fan-out node is running while its instances run, but is never an attempt.
 func (t *Task) AttemptInFlight() bool { return t.Status.InFlight() && !t.IsNode() }
 
-// Waiting is the number of upstream tasks not yet done.
+// Waiting is the number of upstream tasks not yet done: a pending task's,
+// or a fan-out's that runs again after a rerun (its instances wait for it).
 func (t *Task) Waiting() int { return t.waiting }
 
 // InFlightInstances is how many of a node's instances are in flight.
