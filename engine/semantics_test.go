@@ -428,3 +428,37 @@ func TestRerunOfAFanOutCleanupWaitsForItsUpstream(t *testing.T) {
 		t.Fatalf("after work: %s[%d], want clean[1]", j.TaskName, j.ParallelIndex)
 	}
 }
+
+// TestRetriedRunWaitsForMaxActiveRuns: a rerun made its run running at
+// once, and the gate holds back only pending runs: a retried run ran
+// beside the active runs of its workflow past max_active_runs (and a
+// queued cron run past overlap: queue). A retried run is pending until
+// its first dispatch, as a new one is.
+func TestRetriedRunWaitsForMaxActiveRuns(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, _ := clocked(t, dir, m, 16)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "one", MaxActiveRuns: 1, Tasks: []*workflow.Task{{Name: "t", Executor: "process", Command: []string{"x"}}}})
+	a := trigger(t, e, "one")
+	m.finish(m.next(), false)
+	waitFor(t, e, "a failed", func() bool { return runStatus(e, a) == "failed" })
+	first, _ := e.Run(a)
+	b := trigger(t, e, "one")
+	jb := m.next()
+	if _, err := e.RetryRun(a); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	m.none()
+	if r, _ := e.Run(a); r.Status != "pending" || !strings.Contains(strings.Join(r.Tasks[0].WaitingOn, ""), "max_active_runs 1") {
+		t.Fatalf("retried run while %s runs: %s, waiting on %v", b, r.Status, r.Tasks[0].WaitingOn)
+	}
+	m.finish(jb, true)
+	if j := m.next(); j.RunID != a || j.Attempt != 2 {
+		t.Fatalf("after %s: %s attempt %d, want the retried run's attempt 2", b, j.RunID, j.Attempt)
+	}
+	if r, _ := e.Run(a); r.Status != "running" || r.StartedAt == nil || !r.StartedAt.Equal(*first.StartedAt) {
+		t.Fatalf("retried run once dispatched: %s, started at %v, want running since %v", r.Status, r.StartedAt, first.StartedAt)
+	}
+}

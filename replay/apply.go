@@ -241,7 +241,10 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 	s.flight(t, +1)
 	if t.Run.Status == RunPending {
 		s.touchRun(t.Run)
-		t.Run.Status, t.Run.StartedAt = RunRunning, r.At
+		t.Run.Status = RunRunning
+		if t.Run.StartedAt == 0 { // a rerun keeps its first start
+			t.Run.StartedAt = r.At
+		}
 		s.activeRuns[t.Run.Workflow]++
 	}
 	return nil

@@ -117,7 +117,8 @@ func (s *State) maybeFinishRun(run *Run, at int64) {
 }
 
 // rerun puts a finished run's failed, skipped and cancelled tasks back to
-// pending, keeping every success and its output.
+// pending, keeping every success and its output. The run is pending again
+// until its next dispatch.
 func (s *State) rerun(run *Run, at int64) {
 	s.touchRun(run)
 	for _, t := range run.Tasks {
@@ -131,11 +132,7 @@ func (s *State) rerun(run *Run, at int64) {
 			run.active++
 		}
 	}
-	run.Status = RunPending
-	if run.StartedAt != 0 {
-		run.Status = RunRunning
-		s.activeRuns[run.Workflow]++
-	}
+	run.Status = RunPending // until its first dispatch, which max_active_runs gates
 	s.recountNodes(run)
 	s.countWaiting(run)
 	for _, t := range run.Tasks {

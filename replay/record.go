@@ -139,7 +139,8 @@ type RunCancelRequested struct {
 
 // RunRetried reruns a finished run that did not succeed: its failed,
 // skipped and cancelled tasks go back to pending with a fresh retry budget;
-// tasks that succeeded keep their outcome and output.
+// tasks that succeeded keep their outcome and output. The run is pending
+// until its next dispatch.
 type RunRetried struct {
 	ID string `msgpack:"id"`
 	At int64  `msgpack:"at"`

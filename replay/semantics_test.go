@@ -140,7 +140,7 @@ func TestRerunKeepsSuccesses(t *testing.T) {
 	}
 	m.apply(&RunRetried{ID: "r", At: 100})
 	run := m.s.Runs["r"]
-	if run.Status != RunRunning || m.task("r", "a").Status != Success || string(m.task("r", "a").Output) != `{"x":1}` {
+	if run.Status != RunPending || m.task("r", "a").Status != Success || string(m.task("r", "a").Output) != `{"x":1}` {
 		t.Fatalf("after rerun: run %s a %s", run.Status, m.task("r", "a").Status)
 	}
 	if got := m.ready(); len(got) != 1 || got[0] != "r/b" || m.task("r", "c").Status != Pending {
