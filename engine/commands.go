@@ -199,7 +199,7 @@ func (e *Engine) RetryRun(id string) (RunView, error) {
 		case run.Status == replay.RunSuccess:
 			return nil, nil, fmt.Errorf("%w: run %s succeeded: nothing to retry", ErrConflict, id)
 		}
-		return &replay.RunRetried{ID: id, At: now}, nil, nil
+		return &replay.RunRetried{ID: id, Expand: true, At: now}, nil, nil
 	})
 	if err != nil {
 		return RunView{}, err

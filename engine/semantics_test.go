@@ -462,3 +462,33 @@ func TestRetriedRunWaitsForMaxActiveRuns(t *testing.T) {
 		t.Fatalf("retried run once dispatched: %s, started at %v, want running since %v", r.Status, r.StartedAt, first.StartedAt)
 	}
 }
+
+// TestRetryRunExpandsAFanOutThatFailedToExpand: the engine records its
+// reruns with expand, so that a fan-out whose expansion failed expands
+// again once its upstream task ran again. (A run_retried without it is an
+// earlier version's, and replays as that version left the node: running,
+// with no instance to end it.)
+func TestRetryRunExpandsAFanOutThatFailedToExpand(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, _ := clocked(t, dir, m, 16)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{
+		{Name: "discover", Executor: "process", Command: []string{"x"}},
+		{Name: "each", Executor: "process", Command: []string{"x"}, DependsOn: []string{"discover"}, OnFailure: "run", ParallelFrom: "discover.n"},
+	}})
+	id := trigger(t, e, "w")
+	m.finish(m.next(), false) // each fails to expand: discover has no output
+	waitFor(t, e, "failed", func() bool { return runStatus(e, id) == "failed" })
+	if _, err := e.RetryRun(id); err != nil {
+		t.Fatal(err)
+	}
+	d := m.next()
+	m.mu.Lock()
+	report := m.reports[d.TaskID]
+	m.mu.Unlock()
+	report(executors.Event{Kind: executors.Finished, TaskID: d.TaskID, Attempt: d.Attempt, OK: true, Output: []byte(`{"n": 1}`)})
+	if j := m.next(); j.TaskName != "each" || j.ParallelCount != 1 {
+		t.Fatalf("after discover ran again: %s of %d, want each's one instance", j.TaskName, j.ParallelCount)
+	}
+}

@@ -352,7 +352,7 @@ func (s *State) applyRunCancel(r *RunCancelRequested) error {
 	s.touchRun(run)
 	run.CancelRequested = true
 	for _, t := range run.Tasks {
-		if t.Status == Pending {
+		if t.Status == Pending || t.stuckNode() {
 			s.touch(t)
 			t.Error = "cancelled"
 			s.cancel(t, r.At)
@@ -372,7 +372,7 @@ func (s *State) applyRunRetried(r *RunRetried) error {
 	case run.Status == RunSuccess:
 		return invalid("retry of run %s, which succeeded", r.ID)
 	}
-	s.rerun(run, r.At)
+	s.rerun(run, r.Expand, r.At)
 	return nil
 }
 

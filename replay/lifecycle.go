@@ -118,12 +118,12 @@ func (s *State) maybeFinishRun(run *Run, at int64) {
 
 // rerun puts a finished run's failed, skipped and cancelled tasks back to
 // pending, keeping every success and its output. The run is pending again
-// until its next dispatch.
-func (s *State) rerun(run *Run, at int64) {
+// until its next dispatch. expand is RunRetried.Expand.
+func (s *State) rerun(run *Run, expand bool, at int64) {
 	s.touchRun(run)
 	for _, t := range run.Tasks {
 		if t.Status == Failed || t.Status == Skipped || t.Status == Cancelled {
-			s.reset(t)
+			s.reset(t, expand)
 		}
 	}
 	run.failed, run.active, run.CancelRequested, run.FinishedAt = 0, 0, false, 0
@@ -157,12 +157,14 @@ func (s *State) countWaiting(run *Run) {
 // reset returns a task to pending with a fresh retry budget. An expanded
 // node goes back to running: its own instances are reset one by one. A
 // node whose expansion failed has no instances to end it: it goes back to
-// pending and expands again once its upstream tasks end.
-func (s *State) reset(t *Task) {
+// pending and expands again once its upstream tasks end; without expand
+// (an earlier version's rerun) it goes back to running, as that version
+// put it, and only a cancel ends it (see stuckNode).
+func (s *State) reset(t *Task, expand bool) {
 	s.touch(t)
 	t.Failures, t.Interruptions, t.NotBefore = 0, 0, 0
 	t.Error, t.ExitCode, t.Output, t.FinishedAt = "", 0, nil, 0
-	if t.Expanded && len(t.Instances) > 0 {
+	if t.Expanded && (len(t.Instances) > 0 || !expand) {
 		t.Status = Running
 		return
 	}

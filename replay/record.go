@@ -143,7 +143,14 @@ type RunCancelRequested struct {
 // until its next dispatch.
 type RunRetried struct {
 	ID string `msgpack:"id"`
-	At int64  `msgpack:"at"`
+	// Expand: a fan-out whose expansion failed goes back to pending, to
+	// expand again (see reset). Every rerun sets it; a record without it
+	// was written by an earlier version, whose rerun put such a node back
+	// to running with no instance to end it: it replays so, or the
+	// records that version wrote after it (a cancel of the run above all)
+	// would not apply to a run the new rule had ended.
+	Expand bool  `msgpack:"expand,omitempty"`
+	At     int64 `msgpack:"at"`
 }
 
 // CronFired is one fire of a workflow's schedule, recorded together with the

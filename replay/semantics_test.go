@@ -312,7 +312,7 @@ func TestRerunExpandsAFanOutThatFailedToExpand(t *testing.T) {
 	if n := m.task("r", "each"); n.Status != Failed || len(n.Instances) != 0 || m.s.Runs["r"].Status != RunFailed {
 		t.Fatalf("before the rerun: node %s with %d instances, run %s", n.Status, len(n.Instances), m.s.Runs["r"].Status)
 	}
-	m.apply(&RunRetried{ID: "r", At: 100})
+	m.apply(&RunRetried{ID: "r", Expand: true, At: 100})
 	if n := m.task("r", "each"); n.Status != Pending || n.Waiting() != 1 {
 		t.Fatalf("after the rerun: node %s waiting on %d, want pending behind discover", n.Status, n.Waiting())
 	}
@@ -329,7 +329,7 @@ func TestRerunExpandsAFanOutThatFailedToExpand(t *testing.T) {
 	// The same output again: the node fails again, and the run ends.
 	m.apply(&RunCreated{ID: "r2", Workflow: "w", Version: 1, At: m.now})
 	m.run("r2", "discover", true, `{"files": []}`)
-	m.apply(&RunRetried{ID: "r2", At: 200})
+	m.apply(&RunRetried{ID: "r2", Expand: true, At: 200})
 	if n, run := m.task("r2", "each"), m.s.Runs["r2"]; n.Status != Failed || run.Status != RunFailed {
 		t.Fatalf("rerun of a fan-out whose source has no count: node %s, run %s; want both failed", n.Status, run.Status)
 	}
@@ -371,5 +371,31 @@ func TestMutexStaysWithTheTaskInFlightAfterRerun(t *testing.T) {
 	m.apply(&TaskFinished{TaskRef: TaskRef{Run: "r2", Task: r2.Index}, Attempt: 1, OK: true, At: m.now})
 	if h := m.s.MutexHolder("db"); h == nil || h.Run.ID != "r1" {
 		t.Fatalf("after r2's task, the mutex is held by %v, want r1's (created first)", h)
+	}
+}
+
+// TestOldRerunOfAFanOutThatFailedToExpandStillReplays: a log written by
+// a version before the rerun re-expanded a fan-out whose expansion failed
+// holds what that version did next: the rerun left the node running with
+// no instances, the run running, and the operator's cancel of that run was
+// recorded. Replayed with the rerun's new rule, the node failed again at
+// once and the run ended: the cancel no longer applied, and the folder did
+// not boot. A run_retried without expand keeps the old rule; the cancel
+// now ends such a node.
+func TestOldRerunOfAFanOutThatFailedToExpandStillReplays(t *testing.T) {
+	each := task("each", "discover")
+	each.ParallelFrom = "discover.n"
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("discover"), each}}, "r")
+	m.run("r", "discover", true, `{"files": []}`)
+	if run := m.s.Runs["r"]; run.Status != RunFailed {
+		t.Fatalf("before the rerun: run %s, want failed", run.Status)
+	}
+	m.apply(&RunRetried{ID: "r", At: 100}) // as the earlier version wrote it
+	if run := m.s.Runs["r"]; run.Status.Finished() {
+		t.Fatalf("after an earlier version's rerun: run %s, want it unfinished as that version left it", run.Status)
+	}
+	m.apply(&RunCancelRequested{ID: "r", At: 101})
+	if n, run := m.task("r", "each"), m.s.Runs["r"]; n.Status != Cancelled || run.Status != RunCancelled {
+		t.Fatalf("after the cancel: node %s, run %s; want both cancelled", n.Status, run.Status)
 	}
 }

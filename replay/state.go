@@ -204,6 +204,13 @@ func (t *Task) IsNode() bool { return t.Parent < 0 && t.Spec().FansOut() }
 // fan-out node is running while its instances run, but is never an attempt.
 func (t *Task) AttemptInFlight() bool { return t.Status.InFlight() && !t.IsNode() }
 
+// stuckNode: a fan-out whose expansion failed, put back to running by an
+// earlier version's rerun (see reset): no instance will ever end it, so a
+// cancel of its run does.
+func (t *Task) stuckNode() bool {
+	return t.Expanded && t.Status == Running && len(t.Instances) == 0 && t.IsNode()
+}
+
 // Waiting is the number of upstream tasks not yet done: a pending task's,
 // or a fan-out's that runs again after a rerun (its instances wait for it).
 func (t *Task) Waiting() int { return t.waiting }
