@@ -86,6 +86,9 @@ func TestParseSemanticsErrors(t *testing.T) {
 		{"bad on_failure", "    on_failure: maybe\n", `tasks.t.on_failure: must be one of run, skip, got "maybe"`},
 		{"backoff key", "    retry_backoff: {inital: 1s}\n", "tasks.t.retry_backoff.inital: unknown key"},
 		{"backoff order", "    retry_backoff: {initial: 1m, max: 1s}\n", "tasks.t.retry_backoff: max (1s) is less than initial (1m0s)"},
+		// NaN is no number from 1 to 100 (it compares false to both), and a
+		// spec holding it has no canonical encoding (JSON has no NaN).
+		{"backoff factor NaN", "    retry_backoff: {initial: 1s, max: 1m, factor: NaN}\n", "tasks.t.retry_backoff.factor: must be a number from 1 to 100"},
 		{"foreach not a dep", "    foreach: up.items\n", `tasks.t.foreach: task "up" must be listed in depends_on`},
 		{"foreach bad form", "    depends_on: [up]\n    foreach: items\n", "tasks.t.foreach: expected <task>.<field>"},
 		{"parallel and foreach", "    depends_on: [up]\n    parallel: 2\n    foreach: up.items\n", "tasks.t.foreach: cannot be combined with parallel"},
