@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -258,12 +259,23 @@ func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
 // covers the ring) and leaves no ring beside it. Boot used to remove the
 // ring unread, and the log kept its head only.
 func TestBootCompletesTheLogOfAnInterruptedAttempt(t *testing.T) {
-	a, a2 := crashMidAttempt(t, func(a executors.Job) { writeFile(t, a.LogPath, "step 1 of 3\n") })
+	a, a2 := crashMidAttempt(t, func(a executors.Job) {
+		writeFile(t, a.LogPath, "step 1 of 3\n") // the head, H = 12 bytes
+		// The ring (docs/format.md, Task logs): magic, H, T, P, then T
+		// bytes holding the P = 11 bytes given to it so far.
+		hdr := binary.LittleEndian.AppendUint64([]byte("orkring1"), 12)
+		hdr = binary.LittleEndian.AppendUint64(hdr, 12)
+		hdr = binary.LittleEndian.AppendUint64(hdr, 11)
+		writeFile(t, a.LogPath+".tail", string(hdr)+"step 2 of 3")
+	})
 	if a2.Attempt != 2 || a2.LogPath == a.LogPath {
 		t.Fatalf("after the crash: attempt %d logging to %s", a2.Attempt, a2.LogPath)
 	}
 	got, err := os.ReadFile(a.LogPath)
-	if want := "step 1 of 3\n\n[orkwal: attempt interrupted: the daemon stopped]\n"; err != nil || string(got) != want {
+	if want := "step 1 of 3\nstep 2 of 3\n[orkwal: attempt interrupted: the daemon stopped]\n"; err != nil || string(got) != want {
 		t.Fatalf("the interrupted attempt's log after boot: %q, %v; want %q", got, err, want)
+	}
+	if _, err := os.Stat(a.LogPath + ".tail"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the ring beside the log after boot: %v, want it removed", err)
 	}
 }
