@@ -492,3 +492,42 @@ func TestRetryRunExpandsAFanOutThatFailedToExpand(t *testing.T) {
 		t.Fatalf("after discover ran again: %s of %d, want each's one instance", j.TaskName, j.ParallelCount)
 	}
 }
+
+// slowStop is manual whose attempts ignore Stop: they end when the test
+// finishes them, as an attempt that succeeds before a cancel's stop
+// reaches it does.
+type slowStop struct{ *manual }
+
+func (s slowStop) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
+	if _, err := s.manual.Start(job, report); err != nil {
+		return nil, err
+	}
+	return nopHandle{}, nil
+}
+
+// TestRetryOfARunWithNothingToRetryIsRefused: a cancel whose attempts
+// all succeeded before they could be stopped ends the run cancelled with
+// every task a success. A retry of it reset nothing and left the run
+// pending for good, no dispatch ever starting it: it blocked a delete of
+// its workflow and, with overlap: skip, every fire of its schedule. The
+// retry is refused, as a succeeded run's is.
+func TestRetryOfARunWithNothingToRetryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e, _ := clocked(t, dir, slowStop{m}, 16)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "t", Executor: "process", Command: []string{"x"}}}})
+	id := trigger(t, e, "w")
+	j := m.next()
+	if _, err := e.CancelRun(id); err != nil {
+		t.Fatal(err)
+	}
+	m.finish(j, true)
+	waitFor(t, e, "cancelled", func() bool { return runStatus(e, id) == "cancelled" })
+	if _, err := e.RetryRun(id); !errors.Is(err, ErrConflict) {
+		t.Fatalf("retry of a cancelled run whose every task succeeded: %v, want a conflict", err)
+	}
+	if got := runStatus(e, id); got != "cancelled" {
+		t.Fatalf("after the refused retry: run %s, want cancelled", got)
+	}
+}
