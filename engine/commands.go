@@ -55,19 +55,6 @@ func indexOf(spec *workflow.Spec, t *workflow.Task) int {
 	return -1
 }
 
-// hasTaskToRetry: the run has a failed, skipped or cancelled task for a
-// rerun to reset. A cancel whose attempts all succeeded before they were
-// stopped ends a run cancelled with none: a rerun of it would reset
-// nothing, and the run would wait for good for a dispatch to start it.
-func hasTaskToRetry(run *replay.Run) bool {
-	for _, t := range run.Tasks {
-		if t.Status == replay.Failed || t.Status == replay.Skipped || t.Status == replay.Cancelled {
-			return true
-		}
-	}
-	return false
-}
-
 func sameSpec(a, b *workflow.Spec) bool {
 	ea, err1 := a.Canonical()
 	eb, err2 := b.Canonical()
@@ -211,7 +198,7 @@ func (e *Engine) RetryRun(id string) (RunView, error) {
 			return nil, nil, fmt.Errorf("%w: run %s is still %s; cancel it or wait for it to finish", ErrConflict, id, run.Status)
 		case run.Status == replay.RunSuccess:
 			return nil, nil, fmt.Errorf("%w: run %s succeeded: nothing to retry", ErrConflict, id)
-		case !hasTaskToRetry(run):
+		case !run.Resettable():
 			return nil, nil, fmt.Errorf("%w: run %s ended %s, but every task of it succeeded: nothing to retry", ErrConflict, id, run.Status)
 		}
 		return &replay.RunRetried{ID: id, Expand: true, At: now}, nil, nil

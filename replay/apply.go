@@ -371,6 +371,8 @@ func (s *State) applyRunRetried(r *RunRetried) error {
 		return invalid("retry of run %s, which is still %s", r.ID, run.Status)
 	case run.Status == RunSuccess:
 		return invalid("retry of run %s, which succeeded", r.ID)
+	case r.Expand && !run.Resettable(): // earlier versions wrote it (see Resettable)
+		return invalid("retry of run %s, which has no failed, skipped or cancelled task", r.ID)
 	}
 	s.rerun(run, r.Expand, r.At)
 	return nil

@@ -148,7 +148,9 @@ type RunRetried struct {
 	// was written by an earlier version, whose rerun put such a node back
 	// to running with no instance to end it: it replays so, or the
 	// records that version wrote after it (a cancel of the run above all)
-	// would not apply to a run the new rule had ended.
+	// would not apply to a run the new rule had ended. A record with it
+	// also resets a task (see Run.Resettable): earlier versions' did not
+	// always, and their run stays unfinished until a cancel.
 	Expand bool  `msgpack:"expand,omitempty"`
 	At     int64 `msgpack:"at"`
 }

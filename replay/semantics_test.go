@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -397,5 +398,31 @@ func TestOldRerunOfAFanOutThatFailedToExpandStillReplays(t *testing.T) {
 	m.apply(&RunCancelRequested{ID: "r", At: 101})
 	if n, run := m.task("r", "each"), m.s.Runs["r"]; n.Status != Cancelled || run.Status != RunCancelled {
 		t.Fatalf("after the cancel: node %s, run %s; want both cancelled", n.Status, run.Status)
+	}
+}
+
+// TestRerunWithNothingToReset: a run cancelled while its last attempt
+// succeeded ends cancelled with every task a success. A rerun of it
+// resets nothing, and no dispatch would ever start or end the run: the
+// engine refuses it, and so does Apply for a record of this version. An
+// earlier version recorded it: that record still applies, and a cancel
+// ends the run it left unfinished.
+func TestRerunWithNothingToReset(t *testing.T) {
+	m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{task("a")}}, "r")
+	a := m.task("r", "a")
+	ref := TaskRef{Run: "r", Task: a.Index}
+	m.apply(&TaskDispatched{TaskRef: ref, Attempt: 1, At: 2})
+	m.apply(&RunCancelRequested{ID: "r", At: 3})
+	m.apply(&TaskFinished{TaskRef: ref, Attempt: 1, OK: true, At: 4})
+	if run := m.s.Runs["r"]; run.Status != RunCancelled || a.Status != Success || run.Resettable() {
+		t.Fatalf("run %s, a %s, resettable %v; want cancelled with a a success", run.Status, a.Status, run.Resettable())
+	}
+	if err := m.s.Apply(&RunRetried{ID: "r", Expand: true, At: 5}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("rerun with nothing to reset: %v, want refused", err)
+	}
+	m.apply(&RunRetried{ID: "r", At: 5}) // as an earlier version wrote it
+	m.apply(&RunCancelRequested{ID: "r", At: 6})
+	if run := m.s.Runs["r"]; run.Status != RunCancelled {
+		t.Fatalf("the earlier version's rerun, then a cancel: run %s, want cancelled", run.Status)
 	}
 }

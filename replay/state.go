@@ -204,6 +204,19 @@ func (t *Task) IsNode() bool { return t.Parent < 0 && t.Spec().FansOut() }
 // fan-out node is running while its instances run, but is never an attempt.
 func (t *Task) AttemptInFlight() bool { return t.Status.InFlight() && !t.IsNode() }
 
+// Resettable: the run has a failed, skipped or cancelled task, which a
+// rerun resets. A cancel whose attempts all succeeded before they were
+// stopped ends a run cancelled with none: a rerun of it would reset
+// nothing, and the run would wait for good for a dispatch to start it.
+func (r *Run) Resettable() bool {
+	for _, t := range r.Tasks {
+		if t.Status == Failed || t.Status == Skipped || t.Status == Cancelled {
+			return true
+		}
+	}
+	return false
+}
+
 // stuckNode: a fan-out whose expansion failed, put back to running by an
 // earlier version's rerun (see reset): no instance will ever end it, so a
 // cancel of its run does.
