@@ -55,7 +55,7 @@ func (c Config) withDefaults() Config {
 			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
 			"noop":    executors.Noop{},
 			"python":  executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
-			"http":    executors.NewHTTP(executors.HTTPConfig{}),
+			"http":    executors.NewHTTP(executors.HTTPConfig{Logger: c.Logger}),
 		}
 	}
 	if c.Clock == nil {

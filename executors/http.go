@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -77,6 +78,9 @@ type HTTPConfig struct {
 	// Client makes the requests; nil = a client on http.DefaultTransport.
 	// Its own Timeout, if any, applies on top of the job's.
 	Client *http.Client
+	// Logger gets a warning when a task's log could not be completed
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // HTTP runs HTTPJobs. Each job runs in a goroutine of its own:
@@ -103,6 +107,7 @@ type HTTPConfig struct {
 // with Finished{OK: false, Err: "stopped"}; it ignores its grace.
 type HTTP struct {
 	client *http.Client
+	logger *slog.Logger
 	// observePoll, when set (by tests), is called after each poll with
 	// its failure (nil for a successful poll).
 	observePoll func(error)
@@ -113,7 +118,10 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	return &HTTP{client: cfg.Client}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &HTTP{client: cfg.Client, logger: cfg.Logger}
 }
 
 // Start checks job.HTTP and opens the log, then runs the job in a goroutine
@@ -217,7 +225,9 @@ func (r *httpRun) run() {
 	if err != nil && r.handle.stopped.Load() {
 		out, err = nil, errStopped
 	}
-	r.log.close()
+	if lerr := r.log.close(); lerr != nil {
+		r.exec.logger.Warn("task log incomplete", "task", r.job.TaskID, "attempt", r.job.Attempt, "log", r.job.LogPath, "err", lerr)
+	}
 	r.finish(out, err)
 	r.handle.cancel() // release the context; Stop from now on does nothing
 }

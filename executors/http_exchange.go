@@ -135,20 +135,27 @@ func (l httpLog) line(format string, args ...any) {
 	}
 }
 
-// body writes a response body, ending it with a newline.
+// body writes a response body, ending it with a newline. It is written in
+// pieces of copyBufSize, so that a capped log whose file is still being
+// created keeps at most that much of it in memory (see cappedLog).
 func (l httpLog) body(b []byte) {
 	if l.w == nil || len(b) == 0 {
 		return
 	}
-	_, _ = l.w.Write(b)
+	for p := b; len(p) > 0; {
+		k := min(len(p), copyBufSize)
+		_, _ = l.w.Write(p[:k])
+		p = p[k:]
+	}
 	if b[len(b)-1] != '\n' {
 		_, _ = io.WriteString(l.w, "\n")
 	}
 }
 
 // close completes and closes the log (a capped log's tail is appended).
-func (l httpLog) close() {
-	if l.done != nil {
-		_ = l.done()
+func (l httpLog) close() error {
+	if l.done == nil {
+		return nil
 	}
+	return l.done()
 }

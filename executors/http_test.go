@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -679,4 +680,33 @@ func TestHTTPLogIsCapped(t *testing.T) {
 	if _, err := os.Stat(job.LogPath + tailSuffix); !os.IsNotExist(err) {
 		t.Fatalf("the ring sidecar is left: %v", err)
 	}
+}
+
+// TestHTTPLogBodyWaitsForTheLogFile: a response body is handed to a capped
+// log in pieces, so that while the log file is being created the log keeps
+// at most one piece past its early bound in memory, not the whole body.
+func TestHTTPLogBodyWaitsForTheLogFile(t *testing.T) {
+	c, path, release := delayedLog(t)
+	l := httpLog{w: c, done: c.finish}
+	body := seqOutput(1, 100000) // about 590 KB
+	done := make(chan struct{})
+	go func() { l.body(body); close(done) }()
+	var early int
+	for deadline := time.Now().Add(10 * time.Second); early == 0; runtime.Gosched() {
+		c.mu.Lock()
+		early = len(c.early)
+		c.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the body never reached the log")
+		}
+	}
+	if early > maxEarly+copyBufSize {
+		t.Fatalf("%d bytes of the body held in memory while the log is created, want at most %d", early, maxEarly+copyBufSize)
+	}
+	release()
+	<-done
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	checkCappedLog(t, path, "", body, 1<<20)
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/executors"
@@ -284,7 +285,7 @@ func TestWalCompactPrunesByItsFlags(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	open := func() *engine.Engine {
-		eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet,
+		eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, Clock: pastClock(2 * time.Hour),
 			Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
 		if err != nil {
 			t.Fatal(err)
@@ -317,17 +318,26 @@ func TestWalCompactPrunesByItsFlags(t *testing.T) {
 	if n := runs(); n != 6 {
 		t.Fatalf("%d runs after a refused compact, want 6", n)
 	}
-	if out, code := walCLI(t, "compact", "--data", dir, "--keep-runs", "4"); code != 0 {
-		t.Fatalf("compact --keep-runs 4: %d %s", code, out)
+	// compact runs wal compact with flags and checks how many runs are left.
+	compact := func(want int, flags ...string) {
+		t.Helper()
+		if out, code := walCLI(t, append([]string{"compact", "--data", dir}, flags...)...); code != 0 {
+			t.Fatalf("compact %v: %d %s", flags, code, out)
+		}
+		if n := runs(); n != want {
+			t.Fatalf("%d runs after compact %v (ORKWAL_KEEP_RUNS=%q), want %d", n, flags, os.Getenv("ORKWAL_KEEP_RUNS"), want)
+		}
 	}
-	if n := runs(); n != 4 {
-		t.Fatalf("%d runs after compact --keep-runs 4, want 4", n)
-	}
+	compact(4, "--keep-runs", "4")
 	t.Setenv("ORKWAL_KEEP_RUNS", "2")
-	if out, code := walCLI(t, "compact", "--data", dir); code != 0 {
-		t.Fatalf("compact with ORKWAL_KEEP_RUNS=2: %d %s", code, out)
-	}
-	if n := runs(); n != 2 {
-		t.Fatalf("%d runs after compact with ORKWAL_KEEP_RUNS=2, want 2", n)
-	}
+	compact(2)
+	// The runs ended two hours ago (by the wall clock wal compact reads).
+	compact(2, "--retention", "3h")
+	compact(0, "--retention", "1h")
 }
+
+// pastClock is the wall clock, d ago.
+type pastClock time.Duration
+
+func (c pastClock) Now() time.Time                         { return time.Now().Add(-time.Duration(c)) }
+func (c pastClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
