@@ -137,9 +137,16 @@ func (m *diskModel) walSynced() error {
 	if err != nil {
 		return err
 	}
-	m.durName, m.durSize = map[string]bool{}, map[string]int64{}
-	for _, s := range segs {
-		m.durName[s.name], m.durSize[s.name] = true, s.size
+	m.durName, m.durSize, m.durEnd = map[string]bool{}, map[string]int64{}, map[string]int64{}
+	for i, s := range segs {
+		m.durName[s.name], m.durSize[s.name], m.durEnd[s.name] = true, s.size, s.size
+		if i == len(segs)-1 { // the tail: its entries end before its padding
+			data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
+			if err != nil {
+				return err
+			}
+			m.durEnd[s.name] = validPrefix(data, s.first)
+		}
 	}
 	return nil
 }
