@@ -70,24 +70,18 @@ func (s *Server) taskLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// parseLogsQuery reads the logs endpoint's parameters, each given at most
+// once (the router checked: see handle).
 func parseLogsQuery(r *http.Request) (attempt int, follow bool, err error) {
 	q := r.URL.Query()
-	v, err := single(q, "attempt")
-	if err != nil {
-		return 0, false, err
-	}
-	if v != "" {
+	if v := q.Get("attempt"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return 0, false, fmt.Errorf("attempt: must be a positive integer, got %q", v)
 		}
 		attempt = n
 	}
-	v, err = single(q, "follow")
-	if err != nil {
-		return 0, false, err
-	}
-	switch v {
+	switch v := q.Get("follow"); v {
 	case "", "0", "false":
 	case "1", "true":
 		follow = true

@@ -63,35 +63,17 @@ func decodeCursor(s string) (*cursor, error) {
 	return &cursor{at: at, id: parts[2]}, nil
 }
 
-// single returns the one value of a query parameter; given twice is an error.
-func single(q url.Values, key string) (string, error) {
-	vs := q[key]
-	switch len(vs) {
-	case 0:
-		return "", nil
-	case 1:
-		return vs[0], nil
-	}
-	return "", fmt.Errorf("%s: given %d times, give it once", key, len(vs))
-}
-
+// parseRunsQuery reads GET /runs's parameters, each given at most once
+// (the router checked: see handle).
 func parseRunsQuery(q url.Values) (runsQuery, error) {
 	rq := runsQuery{limit: DefaultRunsLimit}
-	vals := map[string]string{}
-	for _, k := range []string{"workflow", "status", "since", "limit", "cursor"} {
-		v, err := single(q, k)
-		if err != nil {
-			return rq, err
-		}
-		vals[k] = v
-	}
-	if v := vals["workflow"]; v != "" {
+	if v := q.Get("workflow"); v != "" {
 		if !workflow.ValidName(v) {
 			return rq, fmt.Errorf("workflow %q: %s", v, workflow.NameRule)
 		}
 		rq.workflow = v
 	}
-	if v := vals["status"]; v != "" {
+	if v := q.Get("status"); v != "" {
 		ok := false
 		for _, st := range runStatuses {
 			ok = ok || v == st
@@ -101,21 +83,21 @@ func parseRunsQuery(q url.Values) (runsQuery, error) {
 		}
 		rq.status = v
 	}
-	if v := vals["since"]; v != "" {
+	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
 			return rq, fmt.Errorf("since %q: must be an RFC 3339 time such as 2026-03-01T12:00:00Z", v)
 		}
 		rq.since = t
 	}
-	if v := vals["limit"]; v != "" {
+	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxRunsLimit {
 			return rq, fmt.Errorf("limit: must be an integer from 1 to %d, got %q", MaxRunsLimit, v)
 		}
 		rq.limit = n
 	}
-	if v := vals["cursor"]; v != "" {
+	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(v)
 		if err != nil {
 			return rq, err

@@ -48,9 +48,19 @@ func (c *cronCache) schedule(expr string) (cron.Schedule, error) {
 	return s, err
 }
 
+// nextAfter is s's next fire time after from (unix nanos), or 0 if it has
+// none (robfig/cron accepts expressions no date matches, such as February
+// 30th: their Next is the zero time).
+func nextAfter(s cron.Schedule, from int64) int64 {
+	next := s.Next(time.Unix(0, from))
+	if next.IsZero() {
+		return 0
+	}
+	return next.UnixNano()
+}
+
 // nextFire returns the schedule's next fire time after its last fire, or 0
-// if it has none (robfig/cron accepts expressions no date matches, such as
-// February 30th: their Next is the zero time).
+// if it has none (see nextAfter).
 func (c *cronCache) nextFire(sc *replay.Schedule) int64 {
 	from := max(sc.Since, sc.LastFire)
 	if n, ok := c.next[sc.Workflow]; ok && n.cron == sc.Cron && n.from == from {
@@ -60,10 +70,7 @@ func (c *cronCache) nextFire(sc *replay.Schedule) int64 {
 	if err != nil {
 		return 0
 	}
-	var at int64
-	if next := s.Next(time.Unix(0, from)); !next.IsZero() {
-		at = next.UnixNano()
-	}
+	at := nextAfter(s, from)
 	c.next[sc.Workflow] = cronNext{cron: sc.Cron, from: from, at: at}
 	return at
 }

@@ -74,9 +74,10 @@ func (e *Engine) armRecovery() {
 	e.recoverTimer = e.cfg.Clock.After(e.recoverWait)
 }
 
-// tryRecover reopens the WAL (the failed write was taken back: see
-// wal's segments.undo), replays it into a fresh state, and resumes. Attempts whose outcome was
-// lost are recorded as interrupted (not counted as crashes) and run again.
+// tryRecover reopens the WAL (the failed write was taken back: see wal's
+// segments.undo), replays it into a fresh state, and resumes. Attempts
+// whose outcome was lost are recorded as interrupted (not counted as
+// crashes) and run again.
 func (e *Engine) tryRecover() {
 	e.mu.Lock()
 	defer e.mu.Unlock()

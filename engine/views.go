@@ -112,7 +112,8 @@ func (e *Engine) viewSchedule(sc *replay.Schedule, spec *workflow.Schedule) *Sch
 		Paused: sc.Paused, LastFire: tsp(sc.LastFire)}
 	if !sc.Paused {
 		if s, err := workflow.ParseCron(sc.Cron); err == nil {
-			if next := s.Next(time.Unix(0, max(sc.Since, sc.LastFire))).UTC(); !next.IsZero() {
+			if at := nextAfter(s, max(sc.Since, sc.LastFire)); at != 0 {
+				next := time.Unix(0, at).UTC()
 				v.NextFire = &next
 			}
 		}

@@ -103,7 +103,6 @@ type cappedLog struct {
 	headSize  int64
 	tailSize  int64 // the ring's size, > 0
 	ringBytes int64 // bytes ever given to the ring (its write position)
-	total     int64 // bytes of output received
 	err       error // the first write error; output is dropped after it
 	done      bool  // finish was called
 }
@@ -178,13 +177,12 @@ func (c *cappedLog) earlyFull() bool {
 	return c.beingCreated() && len(c.early) >= maxEarly
 }
 
-// take counts p and writes it to the log, or keeps it until the log is
-// created (starting the creation on the first byte). Called with mu held.
+// take writes p to the log, or keeps it until the log is created
+// (starting the creation on the first byte). Called with mu held.
 func (c *cappedLog) take(p []byte) {
 	if len(p) == 0 {
 		return // creates no log, and needs none
 	}
-	c.total += int64(len(p))
 	if c.err != nil || c.done {
 		return
 	}
@@ -231,8 +229,8 @@ func (c *cappedLog) created() {
 	}
 }
 
-// put writes p, output already counted in total, to the head and the ring;
-// the log is open. Called with mu held.
+// put writes p to the head and the ring; the log is open. Called with mu
+// held.
 func (c *cappedLog) put(p []byte) {
 	if c.headLeft > 0 {
 		k := int(min(int64(len(p)), c.headLeft))

@@ -180,6 +180,21 @@ func encodeSnap(t *testing.T, snap *Snapshot) []byte {
 	return buf.Bytes()
 }
 
+// restoreSnap is the state a boot restores from snap: encoded, decoded and
+// restored.
+func restoreSnap(t *testing.T, snap *Snapshot) *State {
+	t.Helper()
+	dec, err := DecodeSnapshot(encodeSnap(t, snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Restore(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 // complete runs a begun snapshot's steps to the end.
 func complete(t *testing.T, snap *Snapshot, budget int) {
 	t.Helper()

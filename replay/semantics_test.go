@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -354,19 +353,7 @@ func TestMutexStaysWithTheTaskInFlightAfterRerun(t *testing.T) {
 	if h := m.s.MutexHolder("db"); h != r2 {
 		t.Fatalf("while r2's attempt is in flight, the mutex is held by %s", h.ID())
 	}
-	var buf bytes.Buffer
-	if err := m.s.Snapshot(1).Encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := DecodeSnapshot(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := Restore(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h := back.MutexHolder("db"); h == nil || h.ID() != r2.ID() {
+	if h := restoreSnap(t, m.s.Snapshot(1)).MutexHolder("db"); h == nil || h.ID() != r2.ID() {
 		t.Fatalf("restored from a snapshot, the mutex is held by %v, want %s", h, r2.ID())
 	}
 	m.apply(&TaskFinished{TaskRef: TaskRef{Run: "r2", Task: r2.Index}, Attempt: 1, OK: true, At: m.now})

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/orkwal/orkwal/replay/workflow"
@@ -34,18 +33,7 @@ func TestSnapshotOfRecreatedWorkflowKeepsItsSpec(t *testing.T) {
 		} else {
 			snap = s.Snapshot(4)
 		}
-		var buf bytes.Buffer
-		if err := snap.Encode(&buf); err != nil {
-			t.Fatal(err)
-		}
-		dec, err := DecodeSnapshot(buf.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := Restore(dec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		back := restoreSnap(t, snap)
 		if got := back.Workflows["w"].Spec.Tasks[0].Name; got != "new" {
 			t.Errorf("incremental=%v: restored workflow w runs task %q, the deleted version's; want %q", incremental, got, "new")
 		}

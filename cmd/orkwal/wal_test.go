@@ -20,6 +20,18 @@ import (
 	"github.com/orkwal/orkwal/wal"
 )
 
+// makeSnapshotted is makeData, closed cleanly: a snapshot at its last
+// index. It returns the folder and its snapshots' indexes.
+func makeSnapshotted(t *testing.T) (string, []uint64) {
+	t.Helper()
+	dir := makeData(t)
+	snaps, err := engine.SnapshotIndexes(dir)
+	if err != nil || len(snaps) == 0 {
+		t.Fatalf("no snapshot in the data folder: %v %v", snaps, err)
+	}
+	return dir, snaps
+}
+
 // walCLI runs `orkwal wal ...` in-process and returns stdout and exit code.
 func walCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
@@ -164,11 +176,7 @@ func TestWalToolsAfterCompaction(t *testing.T) {
 // recorded afterwards survive the next boot (with the snapshot left in
 // place they would reuse indexes it covers, and be skipped).
 func TestWalRepairBelowASnapshot(t *testing.T) {
-	dir := makeData(t) // closed cleanly: a snapshot at the last index
-	snaps, err := engine.SnapshotIndexes(dir)
-	if err != nil || len(snaps) == 0 {
-		t.Fatalf("no snapshot to cut below: %v %v", snaps, err)
-	}
+	dir, snaps := makeSnapshotted(t)
 	at := snaps[0] - 3
 	out, code := walCLI(t, "repair", "--data", dir, "--truncate-at", strconv.FormatUint(at, 10))
 	if code != 0 || !strings.Contains(out, "set aside as") {
@@ -226,11 +234,7 @@ func TestBootRefusesALogShorterThanTheSnapshot(t *testing.T) {
 // end) is refused before anything moves: the snapshots it would set aside
 // stay in place.
 func TestWalRepairRefusedChangesNothing(t *testing.T) {
-	dir := makeData(t) // closed cleanly: a snapshot at the last index
-	before, err := engine.SnapshotIndexes(dir)
-	if err != nil || len(before) == 0 {
-		t.Fatalf("no snapshot: %v %v", before, err)
-	}
+	dir, before := makeSnapshotted(t)
 	out, code := walCLI(t, "repair", "--data", dir, "--truncate-at", strconv.FormatUint(before[0]+100, 10))
 	if code != 1 || !strings.Contains(out, "past the end") || !strings.Contains(out, "nothing was changed") {
 		t.Fatalf("repair past the end: %d %s", code, out)
@@ -245,11 +249,7 @@ func TestWalRepairRefusedChangesNothing(t *testing.T) {
 // yet: the folder still boots, to the state it held (cut first, the log
 // would end before the snapshot still in place, which boot refuses).
 func TestWalRepairSetsSnapshotsAsideBeforeCutting(t *testing.T) {
-	dir := makeData(t) // closed cleanly: a snapshot at the last index
-	snaps, err := engine.SnapshotIndexes(dir)
-	if err != nil || len(snaps) == 0 {
-		t.Fatalf("no snapshot to cut below: %v %v", snaps, err)
-	}
+	dir, snaps := makeSnapshotted(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hash := func() uint64 {
 		t.Helper()
