@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,4 +50,51 @@ tasks:
 		}
 		return nil
 	})
+}
+
+// TestParamsCannotReadTheDaemonsEnvironment: a template is filled in one
+// pass, so a param (set by whoever may trigger) or an input (a task's
+// output) holding "${env:NAME}" reaches the task as that text: it cannot
+// make a task send the daemon's secrets. The escapes give literal text.
+func TestParamsCannotReadTheDaemonsEnvironment(t *testing.T) {
+	const secret = "s3cr3t-0b2c44"
+	t.Setenv("API_TOKEN", secret)
+	var gotBody string
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		gotBody = string(b)
+	}))
+	defer remote.Close()
+	f := newFixture(t)
+	f.put(`name: leak
+params: {note: ""}
+tasks:
+  up: {command: 'printf "\"\${env:API_TOKEN}\"" > "$ORKWAL_OUTPUT"'}
+  say:
+    depends_on: [up]
+    inputs: {u: {ref: tasks.up.output}}
+    env: {NOTE: '{{params.note}} {{inputs.u}} {{ "{{" }}x}} $${HOME}'}
+    command: 'printf "%s" "$NOTE"'
+  call:
+    executor: http
+    method: POST
+    url: "` + remote.URL + `/x"
+    body: 'note={{params.note}}'
+`)
+	code, body := f.do("POST", "/workflows/leak/runs", `{"params": {"note": "${env:API_TOKEN}"}}`)
+	if code != 201 {
+		t.Fatalf("trigger: %d %s", code, body)
+	}
+	var r struct{ ID string }
+	json.Unmarshal([]byte(body), &r)
+	if run := f.waitRun(r.ID); run.Status != "success" {
+		t.Fatalf("run %s: %+v", run.Status, run.Tasks)
+	}
+	if want := "note=${env:API_TOKEN}"; gotBody != want {
+		t.Errorf("the http task sent %q, want %q", gotBody, want)
+	}
+	want := "${env:API_TOKEN} ${env:API_TOKEN} {{x}} ${HOME}"
+	if _, log := f.do("GET", "/runs/"+r.ID+"/tasks/say/logs", ""); log != want {
+		t.Errorf("the task saw NOTE=%q, want %q", log, want)
+	}
 }

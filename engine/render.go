@@ -4,30 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
-var envRefRe = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// render fills a template at dispatch: {{params.NAME}}, {{inputs.NAME}} (a
-// JSON string input gives its text, any other value its JSON), and
-// ${env:NAME} from the daemon's environment. The result is handed to the
-// executor and never recorded, so secrets read from the environment stay
-// out of the WAL. The parser has checked the placeholders' names.
+// render fills a template at dispatch (see workflow.Expand):
+// {{params.NAME}}, {{inputs.NAME}} (a JSON string input gives its text, any
+// other value its JSON) and ${env:NAME} from the daemon's environment, in
+// one pass, so a param or an input holding "${env:...}" is not expanded.
+// The result is handed to the executor and never recorded, so secrets read
+// from the environment stay out of the WAL. The parser has checked the
+// references' names.
 func render(tmpl string, in *taskInput) (string, error) {
 	var err error
-	out := workflow.ExpandPlaceholders(tmpl, func(ref string) string {
+	out := workflow.Expand(tmpl, func(ref string) string {
 		if name, ok := strings.CutPrefix(ref, "params."); ok {
 			return in.Params[name]
 		}
 		name, _ := strings.CutPrefix(ref, "inputs.")
 		return inputText(in.Inputs[name])
-	})
-	out = envRefRe.ReplaceAllStringFunc(out, func(m string) string {
-		name := m[6 : len(m)-1]
+	}, func(name string) string {
 		v, ok := os.LookupEnv(name)
 		if !ok && err == nil {
 			err = fmt.Errorf("${env:%s}: %s is not set in the daemon's environment", name, name)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -176,14 +175,11 @@ func (p *parser) checkPython(pt parsedTask, path string) error {
 	return nil
 }
 
-var (
-	envRefRe = regexp.MustCompile(`\$\{([^}]*)\}`)
-)
-
-// checkTemplates checks the placeholders of an http task and of env values:
-// {{params.NAME}} of a declared param, {{inputs.NAME}} of a declared input,
-// ${env:NAME} of a valid variable name. (Any other {{...}} would be
-// rendered empty at dispatch.)
+// checkTemplates checks the templates of a task (see Expand): its env
+// values and an http task's url, header values, body and async
+// status_url. A {{ REF }} must name a declared param or input and a ${...}
+// must be ${env:NAME} with a valid NAME: anything else is refused rather
+// than filled with nothing at dispatch.
 func (p *parser) checkTemplates(spec *Spec, pt parsedTask, path string) error {
 	t := pt.task
 	fields := map[string]string{} // path of each template → its text
@@ -200,13 +196,23 @@ func (p *parser) checkTemplates(spec *Spec, pt parsedTask, path string) error {
 		}
 	}
 	for _, at := range sortedKeys(fields) {
-		v := fields[at]
-		for _, m := range placeholderRe.FindAllStringSubmatch(v, -1) {
-			if !knownPlaceholder(spec, t, m[1]) {
-				return p.fail(pt.node, at, "placeholder {{%s}}: use {{params.NAME}} of a declared param or {{inputs.NAME}} of a declared input", m[1])
+		var err error
+		scanTemplate(fields[at], func(kind tokenKind, text string) {
+			if err != nil {
+				return
 			}
-		}
-		if err := p.checkEnvRefs(pt, at, v); err != nil {
+			switch kind {
+			case tokPlaceholder:
+				if !knownPlaceholder(spec, t, text) {
+					err = p.fail(pt.node, at, "placeholder {{%s}}: use {{params.NAME}} of a declared param or {{inputs.NAME}} of a declared input ({{ \"{{\" }} for a literal {{)", text)
+				}
+			case tokEnvRef:
+				if name, ok := strings.CutPrefix(text, "env:"); !ok || !validEnvName(name) {
+					err = p.fail(pt.node, at, "${%s}: use ${env:NAME} to read NAME from the daemon's environment at dispatch ($${ for a literal ${)", text)
+				}
+			}
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -223,16 +229,6 @@ func knownPlaceholder(spec *Spec, t *Task, ref string) bool {
 		return declared
 	}
 	return false
-}
-
-func (p *parser) checkEnvRefs(pt parsedTask, path, v string) error {
-	for _, m := range envRefRe.FindAllStringSubmatch(v, -1) {
-		name, ok := strings.CutPrefix(m[1], "env:")
-		if !ok || !validEnvName(name) {
-			return p.fail(pt.node, path, "${%s}: use ${env:NAME} to read NAME from the daemon's environment at dispatch", m[1])
-		}
-	}
-	return nil
 }
 
 // types decodes the workflow's named types.

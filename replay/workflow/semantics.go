@@ -267,15 +267,6 @@ func (p *parser) checkTask(spec *Spec, pt parsedTask) error {
 // placeholderRe matches a {{ REF }} placeholder; group 1 is REF, trimmed.
 var placeholderRe = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
 
-// ExpandPlaceholders replaces every {{ REF }} placeholder of template with
-// value(REF), REF trimmed of spaces. The parser has checked which references
-// a template may hold; this is how the engine fills them at dispatch.
-func ExpandPlaceholders(template string, value func(ref string) string) string {
-	return placeholderRe.ReplaceAllStringFunc(template, func(m string) string {
-		return value(strings.TrimSpace(m[2 : len(m)-2]))
-	})
-}
-
 // checkMutex allows {{params.NAME}} placeholders naming declared params.
 func (p *parser) checkMutex(spec *Spec, pt parsedTask, path string) error {
 	for _, m := range placeholderRe.FindAllStringSubmatch(pt.task.Mutex, -1) {
@@ -287,10 +278,11 @@ func (p *parser) checkMutex(spec *Spec, pt parsedTask, path string) error {
 	return nil
 }
 
-// RenderMutex fills the {{params.NAME}} placeholders of a mutex template.
+// RenderMutex fills the {{params.NAME}} placeholders of a mutex template
+// (a mutex key has no other kind of reference).
 func RenderMutex(template string, params map[string]string) string {
-	return ExpandPlaceholders(template, func(ref string) string {
-		name, _ := strings.CutPrefix(ref, "params.")
+	return placeholderRe.ReplaceAllStringFunc(template, func(m string) string {
+		name, _ := strings.CutPrefix(strings.TrimSpace(m[2:len(m)-2]), "params.")
 		return params[name]
 	})
 }
