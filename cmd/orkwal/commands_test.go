@@ -394,3 +394,24 @@ func TestTriggerIdempotencyKey(t *testing.T) {
 	mustCLI(t, exitUsage, "trigger", "--addr", url, "--idempotency-key", strings.Repeat("k", 129), "etl")
 	mustCLI(t, exitUsage, "trigger", "--addr", url, "--idempotency-key", "clé", "etl")
 }
+
+// TestRunRefusesAnAddrThatIsNotHostPort: a URL or an address without a
+// port was refused as "not a loopback address" (127.0.0.1 included), or,
+// with a token, failed to listen only after the data folder was created.
+func TestRunRefusesAnAddrThatIsNotHostPort(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	for _, args := range [][]string{
+		{"--addr", "http://127.0.0.1:0"},
+		{"--addr", "http://127.0.0.1:0", "--token", "t"},
+		{"--addr", "127.0.0.1"},
+		{"--addr", "127.0.0.1:"},
+	} {
+		_, errOut := mustCLI(t, exitUsage, append([]string{"run", "--data", data}, args...)...)
+		if !strings.Contains(errOut, "host:port") || strings.Contains(errOut, "loopback") {
+			t.Errorf("%v: stderr %q", args, errOut)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("%v: the refused daemon touched its data folder: %v", args, err)
+		}
+	}
+}

@@ -32,7 +32,7 @@ func runCommand() *cli.Command {
 		Usage: "start the daemon on a data folder",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data", Value: DefaultDataDir, EnvVars: []string{"ORKWAL_DATA"}, Usage: "data folder (WAL, logs)"},
-			&cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"}, Usage: "API listen address"},
+			&cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"}, Usage: "API listen address: host:port (not a URL)"},
 			&cli.StringFlag{Name: "workflows", Usage: "load every *.yaml/*.yml in this folder at boot, recording those that changed"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
@@ -66,6 +66,9 @@ func runDaemon(c *cli.Context) error {
 	}
 	token := c.String("token")
 	if err := checkToken(token); err != nil {
+		return err
+	}
+	if err := checkListenAddr(c.String("addr")); err != nil {
 		return err
 	}
 	if err := checkExposure(c.String("addr"), token, c.Bool("insecure")); err != nil {
@@ -196,6 +199,21 @@ func applyWorkflows(eng *engine.Engine, specs []loadedWorkflow, logger *slog.Log
 		if changed {
 			logger.Info("workflow recorded", "name", view.Name, "version", view.Version, "file", w.file)
 		}
+	}
+	return nil
+}
+
+// checkListenAddr refuses, before the data folder is opened, an --addr that
+// is not host:port: a URL (which the client commands accept) or an address
+// without a port, which would otherwise be refused as not loopback, or fail
+// to listen only once the folder was opened.
+func checkListenAddr(addr string) error {
+	if strings.Contains(addr, "://") {
+		return exitf(exitUsage, "--addr (or ORKWAL_ADDR) %q: orkwal run listens on a host:port such as %s; "+
+			"a URL is for the client commands", addr, DefaultAddr)
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return exitf(exitUsage, "--addr (or ORKWAL_ADDR) %q: want host:port, such as %s", addr, DefaultAddr)
 	}
 	return nil
 }
