@@ -415,3 +415,18 @@ func TestRunRefusesAnAddrThatIsNotHostPort(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesANonPositiveKillGrace: --kill-grace 0 or -1s was accepted
+// and silently became the default 10s.
+func TestRunRefusesANonPositiveKillGrace(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	for _, grace := range []string{"0s", "-1s"} {
+		_, errOut := mustCLI(t, exitUsage, "run", "--data", data, "--kill-grace", grace)
+		if !strings.Contains(errOut, "--kill-grace must be above 0") {
+			t.Errorf("--kill-grace %s: stderr %q", grace, errOut)
+		}
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the refused daemon touched its data folder: %v", err)
+	}
+}

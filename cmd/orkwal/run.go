@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "workflows", Usage: "load every *.yaml/*.yml in this folder at boot, recording those that changed"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
-			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks"},
+			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
 		}, append(retentionFlags(), daemonFlags()...)...),
@@ -218,13 +218,15 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
-// checkLimits rejects compaction and log settings that cannot work.
+// checkLimits rejects compaction, log and stop settings that cannot work.
 func checkLimits(c *cli.Context) error {
 	switch {
 	case c.Int64("compact-bytes") < 1<<20:
 		return exitf(exitUsage, "--compact-bytes must be at least 1 MiB (1048576)")
 	case c.Int64("max-log-bytes") < 1024:
 		return exitf(exitUsage, "--max-log-bytes must be at least 1024")
+	case c.Duration("kill-grace") <= 0: // the engine would read it as its default, 10s
+		return exitf(exitUsage, "--kill-grace must be above 0 (the wait from SIGTERM to SIGKILL), got %s", c.Duration("kill-grace"))
 	}
 	return checkRetention(c)
 }
