@@ -644,10 +644,23 @@ var errHelpShown = errors.New("help shown")
 func usageError(c *cli.Context, err error) error {
 	name, usage := "", ""
 	if c.Command != nil {
-		name = c.Command.Name
+		name = commandPath(c)
 		usage = strings.TrimSpace("orkwal " + name + " [options] " + c.Command.ArgsUsage)
 	}
 	return exitf(exitUsage, "%s: %v\nusage: %s (see orkwal %s --help)", name, err, usage, name)
+}
+
+// commandPath is the command's name under the app's, with its parents':
+// "schedule pause", not "pause" (urfave/cli v2's FullName has the name
+// alone).
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" && ctx.Command.Name != c.App.Name {
+			names = append([]string{ctx.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 // arguments returns the positional arguments, checking there are between

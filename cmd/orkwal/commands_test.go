@@ -430,3 +430,20 @@ func TestRunRefusesANonPositiveKillGrace(t *testing.T) {
 		t.Fatalf("the refused daemon touched its data folder: %v", err)
 	}
 }
+
+// TestUsageNamesTheWholeCommand: a subcommand's usage error showed
+// "usage: orkwal pause [options] NAME (see orkwal pause --help)", a
+// command that does not exist.
+func TestUsageNamesTheWholeCommand(t *testing.T) {
+	for args, want := range map[string]string{
+		"schedule pause":        "orkwal: schedule pause: expected 1 argument(s), got 0\nusage: orkwal schedule pause [options] NAME (see orkwal schedule pause --help)\n",
+		"schedule resume --bad": "orkwal: schedule resume: flag provided but not defined: -bad\nusage: orkwal schedule resume [options] NAME (see orkwal schedule resume --help)\n",
+		"wal inspect --limit x": "usage: orkwal wal inspect [options] (see orkwal wal inspect --help)\n",
+		"trigger":               "usage: orkwal trigger [options] NAME (see orkwal trigger --help)\n",
+	} {
+		_, errOut := mustCLI(t, exitUsage, strings.Fields(args)...)
+		if !strings.HasSuffix(errOut, want) {
+			t.Errorf("orkwal %s: stderr %q, want it to end with %q", args, errOut, want)
+		}
+	}
+}
