@@ -676,6 +676,18 @@ func arguments(c *cli.Context, minArgs, maxArgs int) ([]string, error) {
 	return args, nil
 }
 
+// withoutArguments wraps the action of a command that takes flags alone
+// (run, the wal tools), so that an argument (`orkwal run data`, meant as
+// --data) is a usage error instead of being ignored.
+func withoutArguments(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if _, err := arguments(c, 0, 0); err != nil {
+			return err
+		}
+		return action(c)
+	}
+}
+
 func countArgs(minArgs, maxArgs int) string {
 	switch {
 	case maxArgs < 0:

@@ -447,3 +447,28 @@ func TestUsageNamesTheWholeCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagOnlyCommandsRefuseArguments: `orkwal run data` started a daemon
+// on ./orkwal-data and `orkwal wal verify data` verified ./orkwal-data,
+// the argument silently ignored.
+func TestFlagOnlyCommandsRefuseArguments(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		// --max-concurrent 0 ends a run that took no notice of its argument.
+		{"run", "--max-concurrent", "0", "data"},
+		{"wal", "verify", "data"},
+		{"wal", "verify", "data", "--data", "data"},
+		{"wal", "inspect", "data"},
+		{"wal", "repair", "--truncate-at", "2", "data"},
+		{"wal", "compact", "data"},
+	} {
+		_, errOut := mustCLI(t, exitUsage, args...)
+		if !strings.Contains(errOut, "expected no arguments, got 1") {
+			t.Errorf("%v: stderr %q", args, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused command wrote %s", entries[0].Name())
+	}
+}

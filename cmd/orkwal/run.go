@@ -40,7 +40,7 @@ func runCommand() *cli.Command {
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
 		}, append(retentionFlags(), daemonFlags()...)...),
-		Action: runDaemon,
+		Action: withoutArguments(runDaemon),
 	}
 }
 

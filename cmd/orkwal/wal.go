@@ -25,14 +25,14 @@ func walCommand() *cli.Command {
 		Name:  "wal",
 		Usage: "inspect, verify and repair a data folder's write-ahead log (offline)",
 		Subcommands: []*cli.Command{
-			{Name: "verify", Usage: "check every frame and record; exit 1 on corruption", Flags: []cli.Flag{data}, Action: walVerify},
+			{Name: "verify", Usage: "check every frame and record; exit 1 on corruption", Flags: []cli.Flag{data}, Action: withoutArguments(walVerify)},
 			{Name: "inspect", Usage: "print records as JSON lines", Flags: []cli.Flag{data,
 				&cli.Uint64Flag{Name: "from", Value: 1, Usage: "first WAL index"},
-				&cli.IntFlag{Name: "limit", Usage: "at most this many records (0 = all)"}}, Action: walInspect},
+				&cli.IntFlag{Name: "limit", Usage: "at most this many records (0 = all)"}}, Action: withoutArguments(walInspect)},
 			{Name: "repair", Usage: "cut the log at an index, keeping a copy of what is removed", Flags: []cli.Flag{data,
-				&cli.Uint64Flag{Name: "truncate-at", Required: true, Usage: "first WAL index to remove"}}, Action: walRepair},
+				&cli.Uint64Flag{Name: "truncate-at", Required: true, Usage: "first WAL index to remove"}}, Action: withoutArguments(walRepair)},
 			{Name: "compact", Usage: "write a snapshot and truncate the log now (the daemon must be stopped); finished runs are pruned by --retention and --keep-runs: give it the daemon's",
-				Flags: append([]cli.Flag{data}, retentionFlags()...), Action: walCompact},
+				Flags: append([]cli.Flag{data}, retentionFlags()...), Action: withoutArguments(walCompact)},
 		},
 	}
 }
