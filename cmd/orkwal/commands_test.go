@@ -472,3 +472,23 @@ func TestFlagOnlyCommandsRefuseArguments(t *testing.T) {
 		t.Fatalf("a refused command wrote %s", entries[0].Name())
 	}
 }
+
+// TestUnknownCommand: `orkwal foo`, `orkwal wal foo` and `orkwal schedule
+// stop` answered "No help topic for 'foo'" and exit code 3 (not found).
+func TestUnknownCommand(t *testing.T) {
+	for args, want := range map[string]string{
+		"foo":           `orkwal: unknown command "foo": use run, wal, apply,`,
+		"wal foo":       `orkwal: wal: unknown command "foo": use verify, inspect, repair, compact (see orkwal wal --help)`,
+		"schedule stop": `orkwal: schedule: unknown command "stop": use pause, resume (see orkwal schedule --help)`,
+	} {
+		_, errOut := mustCLI(t, exitUsage, strings.Fields(args)...)
+		if !strings.HasPrefix(errOut, want) {
+			t.Errorf("orkwal %s: stderr %q, want it to start with %q", args, errOut, want)
+		}
+	}
+	for _, args := range []string{"", "wal", "schedule"} {
+		if out, _ := mustCLI(t, exitOK, strings.Fields(args)...); !strings.Contains(out, "USAGE:") {
+			t.Errorf("orkwal %s: no help: %q", args, out)
+		}
+	}
+}

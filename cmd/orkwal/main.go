@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -50,6 +51,7 @@ func newApp() *cli.App {
 		Usage:                "a database-free workflow orchestrator",
 		EnableBashCompletion: true,
 		Commands:             append([]*cli.Command{runCommand(), walCommand()}, clientCommands()...),
+		Action:               commandGroup(true),
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return &exitError{code: exitUsage, err: err}
 		},
@@ -67,7 +69,38 @@ func exitUsageOnBadFlags(c *cli.Command) {
 	if c.OnUsageError == nil {
 		c.OnUsageError = func(ctx *cli.Context, err error, _ bool) error { return usageError(ctx, err) }
 	}
+	if len(c.Subcommands) > 0 && c.Action == nil {
+		c.Action = commandGroup(false)
+	}
 	for _, sub := range c.Subcommands {
 		exitUsageOnBadFlags(sub)
+	}
+}
+
+// commandGroup is the action of the app (root) and of a command with
+// subcommands (wal, schedule) when none of their commands was named: their
+// help with no argument; with one, a usage error naming it and the commands
+// there are. (urfave/cli v2 answers "No help topic for 'x'" with exit code
+// 3, which is "not found" here.)
+func commandGroup(root bool) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if !c.Args().Present() {
+			if root {
+				return cli.ShowAppHelp(c)
+			}
+			return cli.ShowSubcommandHelp(c)
+		}
+		var names []string
+		for _, cmd := range c.Command.VisibleCommands() {
+			if cmd.Name != "help" {
+				names = append(names, cmd.Name)
+			}
+		}
+		prefix, help := "", "orkwal"
+		if !root {
+			prefix, help = commandPath(c)+": ", "orkwal "+commandPath(c)
+		}
+		return exitf(exitUsage, "%sunknown command %q: use %s (see %s --help)",
+			prefix, c.Args().First(), strings.Join(names, ", "), help)
 	}
 }
