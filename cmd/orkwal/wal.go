@@ -30,7 +30,7 @@ func walCommand() *cli.Command {
 				&cli.Uint64Flag{Name: "from", Value: 1, Usage: "first WAL index"},
 				&cli.IntFlag{Name: "limit", Usage: "at most this many records (0 = all)"}}, Action: withoutArguments(walInspect)},
 			{Name: "repair", Usage: "cut the log at an index, keeping a copy of what is removed", Flags: []cli.Flag{data,
-				&cli.Uint64Flag{Name: "truncate-at", Required: true, Usage: "first WAL index to remove"}}, Action: withoutArguments(walRepair)},
+				&cli.Uint64Flag{Name: "truncate-at", Usage: "first WAL `INDEX` to remove; required", DefaultText: "none"}}, Action: withoutArguments(walRepair)},
 			{Name: "compact", Usage: "write a snapshot and truncate the log now (the daemon must be stopped); finished runs are pruned by --retention and --keep-runs: give it the daemon's",
 				Flags: append([]cli.Flag{data}, retentionFlags()...), Action: withoutArguments(walCompact)},
 		},
@@ -199,6 +199,9 @@ var setAside = engine.SetAsideSnapshot
 // walRepair is the operator's explicit cut. It takes the data folder's lock,
 // so it never runs under a live daemon.
 func walRepair(c *cli.Context) error {
+	if !c.IsSet("truncate-at") { // not Required: urfave/cli makes that exit 1, with the help
+		return usageError(c, fmt.Errorf("--truncate-at INDEX is required: the first index to remove (see orkwal wal verify)"))
+	}
 	lock, err := wal.AcquireLock(c.String("data"))
 	if err != nil {
 		return exitf(exitFailure, "%v (stop the daemon first)", err)

@@ -341,3 +341,20 @@ type pastClock time.Duration
 
 func (c pastClock) Now() time.Time                         { return time.Now().Add(-time.Duration(c)) }
 func (c pastClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// TestWalRepairWithoutTruncateAt: the missing flag printed the whole help
+// and 'Required flag "truncate-at" not set', exit 1 (a failure, not a usage
+// error), and the help showed "(default: 0)" for a flag that has none.
+func TestWalRepairWithoutTruncateAt(t *testing.T) {
+	dir, before := makeSnapshotted(t)
+	out, code := walCLI(t, "repair", "--data", dir)
+	if code != exitUsage || !strings.HasPrefix(out, "wal repair: --truncate-at INDEX is required") {
+		t.Fatalf("repair without --truncate-at: exit %d, output %q", code, out)
+	}
+	if after, _ := engine.SnapshotIndexes(dir); !reflect.DeepEqual(after, before) {
+		t.Fatalf("snapshots %v after a refused repair, want %v", after, before)
+	}
+	if help, _ := walCLI(t, "repair", "--help"); strings.Contains(help, "default: 0") {
+		t.Fatalf("help: %s", help)
+	}
+}
