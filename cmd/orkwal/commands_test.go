@@ -492,3 +492,45 @@ func TestUnknownCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressLines: the lines `trigger --wait` prints when piped. A failed
+// attempt going back to pending for its retry was printed as "pending
+// (interrupted, will run again)", a running fan-out as "running (attempt
+// 0)", and a fan-out's end before its last instances' ends.
+func TestProgressLines(t *testing.T) {
+	at := func(s int) *time.Time { v := time.Date(2026, 3, 1, 12, 0, s, 0, time.Local); return &v }
+	one := func(i int) *int { return &i }
+	var out strings.Builder
+	p := newProgress(&out)
+	p.update(engine.RunView{Tasks: []engine.TaskView{
+		{Name: "r", Status: "running", Attempt: 1, StartedAt: at(1)},
+		{Name: "i", Status: "running", Attempt: 1, StartedAt: at(1)},
+		{Name: "f", Status: "running", Instances: 2},
+	}})
+	p.update(engine.RunView{Tasks: []engine.TaskView{
+		{Name: "r", Status: "pending", Attempt: 1, Failures: 1, Error: "exit status 3", StartedAt: at(1)},
+		{Name: "i", Status: "pending", Attempt: 1, Interruptions: 1, StartedAt: at(1)},
+		{Name: "f", Status: "success", Instances: 2, FinishedAt: at(5)},
+		{Name: "f[0]", Status: "success", Attempt: 1, Instance: one(0), FinishedAt: at(3)},
+		{Name: "f[1]", Status: "success", Attempt: 1, Instance: one(1), FinishedAt: at(5)}, // the commit that ends f
+	}})
+	want := []string{
+		"12:00:01 r running (attempt 1)",
+		"12:00:01 i running (attempt 1)",
+		"f running (2 instances)",
+		"12:00:03 f[0] success",
+		"12:00:05 f[1] success",
+		"12:00:05 f success",
+		"r attempt 1 failed: exit status 3; will retry",
+		"i pending (interrupted, will run again)",
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("lines:\n%s", out.String())
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(lines[i], w) {
+			t.Errorf("line %d: %q, want %q", i, lines[i], w)
+		}
+	}
+}

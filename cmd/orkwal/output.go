@@ -173,15 +173,19 @@ func formatParams(params map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// progress prints one line per task status change of a followed run.
+// progress prints one line per task status change of a followed run, in
+// the order the changes happened.
 type progress struct {
 	w    io.Writer
 	seen map[string]taskState
 }
 
+// taskState is what a change of makes a line: a new status or attempt, a
+// failed attempt (back to pending for a retry), an interrupted one.
 type taskState struct {
-	status  string
-	attempt int
+	status                  string
+	attempt                 int
+	failures, interruptions int
 }
 
 func newProgress(w io.Writer) *progress {
@@ -189,31 +193,55 @@ func newProgress(w io.Writer) *progress {
 }
 
 func (p *progress) update(r engine.RunView) {
+	type change struct {
+		at     time.Time
+		fanOut bool // ends with its last instance, in the same commit
+		line   string
+	}
+	var changes []change
 	for _, t := range r.Tasks {
-		st := taskState{status: t.Status, attempt: t.Attempt}
+		st := taskState{status: t.Status, attempt: t.Attempt, failures: t.Failures, interruptions: t.Interruptions}
 		prev, seen := p.seen[t.Name]
 		if seen && prev == st {
 			continue
 		}
 		p.seen[t.Name] = st
-		if line := progressLine(t, seen); line != "" {
-			fmt.Fprintf(p.w, "%s %s\n", progressClock(t), line)
+		if line := progressLine(t, prev, seen); line != "" {
+			changes = append(changes, change{changedAt(t), t.Instances > 0, line})
 		}
+	}
+	// One state holds the changes since the last: a fan-out's end comes
+	// after its instances', whatever their order in the run.
+	sort.SliceStable(changes, func(i, j int) bool {
+		a, b := changes[i], changes[j]
+		return a.at.Before(b.at) || (a.at.Equal(b.at) && !a.fanOut && b.fanOut)
+	})
+	for _, c := range changes {
+		fmt.Fprintf(p.w, "%s %s\n", c.at.Local().Format("15:04:05"), c.line)
 	}
 }
 
-// progressLine describes a task's new state; "" for states not worth a line
-// (a task not started yet, an attempt handed to its executor).
-func progressLine(t engine.TaskView, seenBefore bool) string {
+// progressLine describes a task's new state, prev being its state when last
+// seen; "" for states not worth a line (a task not started yet, an attempt
+// handed to its executor).
+func progressLine(t engine.TaskView, prev taskState, seenBefore bool) string {
 	switch t.Status {
 	case "pending":
-		if !seenBefore {
+		switch {
+		case t.Failures > prev.failures: // a failed attempt, retried after its backoff
+			return fmt.Sprintf("%s attempt %d failed: %s; will retry", t.Name, t.Attempt, orDash(oneLine(t.Error)))
+		case !seenBefore:
 			return ""
+		case t.Interruptions > prev.interruptions:
+			return t.Name + " pending (interrupted, will run again)"
 		}
-		return t.Name + " pending (interrupted, will run again)"
+		return t.Name + " pending"
 	case "dispatched":
 		return ""
 	case "running":
+		if t.Instances > 0 {
+			return fmt.Sprintf("%s running (%d instances)", t.Name, t.Instances)
+		}
 		return fmt.Sprintf("%s running (attempt %d)", t.Name, t.Attempt)
 	case "failed":
 		return fmt.Sprintf("%s failed: %s", t.Name, orDash(oneLine(t.Error)))
@@ -221,16 +249,16 @@ func progressLine(t engine.TaskView, seenBefore bool) string {
 	return t.Name + " " + t.Status
 }
 
-// progressClock is the time of a task's latest change, local, to the second.
-func progressClock(t engine.TaskView) string {
-	at := time.Now()
+// changedAt is the time of a task's latest change: its end, its start, or,
+// for a change the run does not date (back to pending), now.
+func changedAt(t engine.TaskView) time.Time {
 	switch {
 	case t.FinishedAt != nil:
-		at = *t.FinishedAt
+		return *t.FinishedAt
 	case t.StartedAt != nil && t.Status == "running":
-		at = *t.StartedAt
+		return *t.StartedAt
 	}
-	return at.Local().Format("15:04:05")
+	return time.Now()
 }
 
 // writeOutcome prints the end of a followed run: its status and, when it
