@@ -138,7 +138,11 @@ func (p *parser) backoff(n *yaml.Node, path string) (*Backoff, error) {
 func (p *parser) factor(n *yaml.Node, path string) (float64, error) {
 	f, err := strconv.ParseFloat(n.Value, 64)
 	if n.Kind != yaml.ScalarNode || err != nil || !(f >= 1 && f <= 100) { // NaN is neither
-		return 0, p.fail(n, path, "must be a number from 1 to 100, got %s", describe(n))
+		got := describe(n)
+		if err == nil {
+			got = n.Value // a number: which one ("a number" is what was asked for)
+		}
+		return 0, p.fail(n, path, "must be a number from 1 to 100, got %s", got)
 	}
 	return f, nil
 }

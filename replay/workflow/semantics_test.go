@@ -89,6 +89,8 @@ func TestParseSemanticsErrors(t *testing.T) {
 		// NaN is no number from 1 to 100 (it compares false to both), and a
 		// spec holding it has no canonical encoding (JSON has no NaN).
 		{"backoff factor NaN", "    retry_backoff: {initial: 1s, max: 1m, factor: NaN}\n", "tasks.t.retry_backoff.factor: must be a number from 1 to 100"},
+		{"backoff factor below 1", "    retry_backoff: {factor: 0.5}\n", "tasks.t.retry_backoff.factor: must be a number from 1 to 100, got 0.5"},
+		{"backoff factor not a number", "    retry_backoff: {factor: fast}\n", "tasks.t.retry_backoff.factor: must be a number from 1 to 100, got a string"},
 		{"foreach not a dep", "    foreach: up.items\n", `tasks.t.foreach: task "up" must be listed in depends_on`},
 		{"foreach bad form", "    depends_on: [up]\n    foreach: items\n", "tasks.t.foreach: expected <task>.<field>"},
 		{"parallel and foreach", "    depends_on: [up]\n    parallel: 2\n    foreach: up.items\n", "tasks.t.foreach: cannot be combined with parallel"},
