@@ -68,7 +68,11 @@ func (p *parser) schedule(spec *Spec) *Schedule {
 // checkSchedule rejects catchup/overlap without a schedule.
 func (p *parser) checkSchedule(spec *Spec, root *yaml.Node) error {
 	if s := spec.Schedule; s != nil && s.Cron == "" {
-		return p.fail(root, "schedule", "catchup and overlap need a schedule")
+		key := "overlap"
+		if s.Catchup != "" {
+			key = "catchup"
+		}
+		return p.fail(root, key, "applies only with a schedule (a cron expression), and this workflow has none")
 	}
 	return nil
 }

@@ -120,7 +120,8 @@ func TestParseSchedule(t *testing.T) {
 		{"name: c\nschedule: \"@every 30s\"\ntasks:\n  a: {command: x}\n", ""},
 		{"name: c\nschedule: \"@hourly\"\ntasks:\n  a: {command: x}\n", ""},
 		{"name: c\nschedule: \"CRON_TZ=Nowhere/Land * * * * *\"\ntasks:\n  a: {command: x}\n", "schedule: bad cron expression"},
-		{"name: c\ncatchup: all\ntasks:\n  a: {command: x}\n", "schedule: catchup and overlap need a schedule"},
+		{"name: c\ncatchup: all\ntasks:\n  a: {command: x}\n", "c.yaml: catchup: applies only with a schedule"},
+		{"name: c\noverlap: queue\ntasks:\n  a: {command: x}\n", "c.yaml: overlap: applies only with a schedule"},
 		{"name: c\nschedule: \"@daily\"\noverlap: wait\ntasks:\n  a: {command: x}\n", `overlap: must be one of allow, queue, skip, got "wait"`},
 	} {
 		_, err := Parse("c.yaml", []byte(tc.src))
