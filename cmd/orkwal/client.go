@@ -64,10 +64,10 @@ func baseURL(addr string) (string, error) {
 		return "", err
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("scheme %q: use host:port or an http:// URL", u.Scheme)
+		return "", fmt.Errorf("scheme %q: use host:port or an http:// or https:// URL", u.Scheme)
 	}
 	if u.Host == "" {
-		return "", errors.New("no host: use host:port or an http:// URL")
+		return "", errors.New("no host: use host:port or an http:// or https:// URL")
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return strings.TrimRight(u.String(), "/"), nil

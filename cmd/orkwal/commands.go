@@ -44,7 +44,7 @@ func clientCommands() []*cli.Command {
 func clientCommand(cmd *cli.Command, remote bool) *cli.Command {
 	if remote {
 		cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"},
-			Usage: "the daemon's `ADDRESS`: host:port or an http:// URL"}, tokenFlag())
+			Usage: "the daemon's `ADDRESS`: host:port, or an http:// or https:// URL (with a path prefix behind a proxy)"}, tokenFlag())
 	}
 	cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageError(c, err) }
 	action := cmd.Action

@@ -534,3 +534,16 @@ func TestProgressLines(t *testing.T) {
 		}
 	}
 }
+
+// TestAddrHelpNamesHTTPS: the clients' --addr help and errors said
+// "host:port or an http:// URL", while an https:// URL (a daemon behind a
+// TLS proxy, as docs/api.md advises) is taken too.
+func TestAddrHelpNamesHTTPS(t *testing.T) {
+	help, _ := mustCLI(t, exitOK, "runs", "--help")
+	_, errOut := mustCLI(t, exitUsage, "runs", "--addr", "ftp://x")
+	for _, s := range []string{help, errOut} {
+		if !strings.Contains(s, "https:// URL") {
+			t.Errorf("no https:// in %q", s)
+		}
+	}
+}
