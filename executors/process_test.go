@@ -352,6 +352,28 @@ func TestProcessWorkdir(t *testing.T) {
 	}
 }
 
+// TestProcessMissingWorkdir: a workdir that does not exist (or is a file)
+// failed the start with "fork/exec /usr/bin/sh: no such file or
+// directory", naming the program instead of the folder.
+func TestProcessMissingWorkdir(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone")
+	for wd, want := range map[string]string{
+		gone: "workdir " + gone + ": no such file or directory",
+		file: "workdir " + file + ": not a directory",
+	} {
+		job := newTestJob(t, "sh", "-c", "true")
+		job.Workdir = wd
+		if _, err := newTestProcess(ProcessConfig{}).Start(job, func(Event) {}); err == nil || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("Start = %v, want it to end with %q", err, want)
+		}
+	}
+}
+
 func TestProcessStopKillsWholeGroup(t *testing.T) {
 	t.Parallel()
 	job := newTestJob(t, "sh", "-c", `sleep 60 & echo "grandchild $!"; sleep 60; wait`)

@@ -1,6 +1,7 @@
 package executors
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -60,7 +61,7 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 	runtime.KeepAlive(null)
 	runtime.KeepAlive(stdout)
 	if err != nil {
-		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
+		return nil, spawnError(path, dir, err)
 	}
 	c := &child{pid: pid, pidfd: -1}
 	if pidfd >= 0 {
@@ -73,6 +74,21 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 		}
 	}
 	return c, nil
+}
+
+// spawnError names what ForkExec could not use. Its error does not tell a
+// working directory the child could not enter from a program it could not
+// run: "fork/exec /usr/bin/sh: no such file or directory" for a workdir
+// that is gone would send the user after the wrong file.
+func spawnError(path, dir string, err error) error {
+	if dir != "" {
+		if info, serr := os.Stat(dir); serr != nil {
+			return &os.PathError{Op: "workdir", Path: dir, Err: errors.Unwrap(serr)}
+		} else if !info.IsDir() {
+			return &os.PathError{Op: "workdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+	}
+	return &os.PathError{Op: "fork/exec", Path: path, Err: err}
 }
 
 // awaitExit blocks until the child has exited, leaving it waitable (a
