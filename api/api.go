@@ -36,6 +36,7 @@ type Server struct {
 	routes   map[string]bool // the registered patterns, for metric labels
 	token    tokenHash       // zero: no authentication
 	hasToken bool
+	browser  browserGuard
 	trigger  TriggerFunc
 	metrics  *metrics
 
@@ -83,7 +84,7 @@ func New(eng *engine.Engine, logger *slog.Logger, opts ...Option) *Server {
 		logger = slog.Default()
 	}
 	s := &Server{eng: eng, log: logger, mux: http.NewServeMux(), routes: map[string]bool{},
-		maxFollowers: DefaultMaxFollowers, quit: make(chan struct{})}
+		maxFollowers: DefaultMaxFollowers, quit: make(chan struct{}), browser: newBrowserGuard()}
 	s.trigger = engineTrigger(eng)
 	for _, o := range opts {
 		o(s)

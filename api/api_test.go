@@ -49,6 +49,15 @@ func newServer(eng *engine.Engine) *httptest.Server { return httptest.NewServer(
 func (f *fixture) do(method, path, body string) (int, string) {
 	f.t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	resp := f.send(req)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// send sends req with the fixture's token, if any.
+func (f *fixture) send(req *http.Request) *http.Response {
+	f.t.Helper()
 	if f.token != "" {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
@@ -56,9 +65,7 @@ func (f *fixture) do(method, path, body string) (int, string) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp
 }
 
 // walFrames counts the frames on disk.

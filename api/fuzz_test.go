@@ -30,7 +30,7 @@ func fuzzServer(f *testing.F) *Server {
 	f.Cleanup(func() { eng.Close() })
 	s := New(eng, quiet)
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("POST", "/workflows", strings.NewReader(
+	s.ServeHTTP(rec, httptest.NewRequest("POST", "http://127.0.0.1/workflows", strings.NewReader(
 		"name: w\nparams: {a: x, b: y}\ntasks:\n  t: {executor: noop}\n")))
 	if rec.Code != 201 {
 		f.Fatalf("put w: %d %s", rec.Code, rec.Body)
@@ -73,7 +73,7 @@ func FuzzTriggerBody(f *testing.F) {
 	}
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		req := httptest.NewRequest("POST", "/workflows/w/runs", bytes.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1/workflows/w/runs", bytes.NewReader(body))
 		if key != "" {
 			req.Header["Idempotency-Key"] = []string{key}
 		}
@@ -109,7 +109,7 @@ func FuzzWorkflowBody(f *testing.F) {
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, httptest.NewRequest("POST", "/workflows", bytes.NewReader(body)))
+		s.ServeHTTP(rec, httptest.NewRequest("POST", "http://127.0.0.1/workflows", bytes.NewReader(body)))
 		checkAnswer(t, rec, body)
 	})
 }
@@ -127,7 +127,7 @@ func FuzzRequestTarget(f *testing.F) {
 	}
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, method, target string) {
-		req, err := http.NewRequest(method, "http://orkwal"+target, nil)
+		req, err := http.NewRequest(method, "http://127.0.0.1"+target, nil)
 		if err != nil || req.URL.Path == "" || strings.Contains(target, "follow") {
 			return // not a request net/http would hand over; follow would block
 		}

@@ -21,7 +21,7 @@ func (f *fixture) rawRequest(method, path string, header map[string]string) (int
 	}
 	defer conn.Close()
 	var b strings.Builder
-	b.WriteString(method + " " + path + " HTTP/1.1\r\nHost: orkwal\r\nConnection: close\r\n")
+	b.WriteString(method + " " + path + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(f.srv.URL, "http://") + "\r\nConnection: close\r\n")
 	for k, v := range header {
 		b.WriteString(k + ": " + v + "\r\n")
 	}

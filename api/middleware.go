@@ -20,8 +20,9 @@ const (
 	routeUnmatched = "unmatched" // 404 or 405
 )
 
-// ServeHTTP implements http.Handler: it checks the path, finds the route,
-// checks the token, then serves the request, recording it in the metrics and
+// ServeHTTP implements http.Handler: it checks the path, refuses what a
+// web page may not send (see browserGuard), finds the route, checks the
+// token, then serves the request, recording it in the metrics and
 // the access log (debug level).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -42,6 +43,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.Header().Set("X-Content-Type-Options", "nosniff")
 	if msg := badPath(r); msg != "" {
 		writeError(rec, http.StatusBadRequest, msg)
+		return
+	}
+	if msg := s.browser.check(r, s.hasToken); msg != "" {
+		writeError(rec, http.StatusForbidden, msg)
 		return
 	}
 	route = s.route(r)

@@ -17,13 +17,7 @@ import (
 func (f *fixture) getRuns(path string) ([]engine.RunView, string, string) {
 	f.t.Helper()
 	req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
-	if f.token != "" {
-		req.Header.Set("Authorization", "Bearer "+f.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	resp := f.send(req)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		f.t.Fatalf("GET %s: %d", path, resp.StatusCode)
