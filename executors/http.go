@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,6 +24,8 @@ type HTTPJob struct {
 	URL    string // http or https
 	// Headers are sent with the request and with every status poll. Their
 	// values are never logged (they may hold credentials); their names are.
+	// A redirect to another host (not the URL's host or a subdomain of
+	// it), or from https to http, drops them.
 	// A Body that is valid JSON gets Content-Type: application/json unless
 	// Headers set one.
 	Headers map[string]string
@@ -36,7 +39,9 @@ type HTTPJob struct {
 // HTTPAsync says how to follow remote work started by an HTTPJob. The start
 // response names the work: either IDField gives its id, put into StatusURL
 // in place of "{id}" (as is: it is not escaped), or StatusURLField gives the
-// status URL itself (a relative one is resolved against the start URL).
+// status URL itself (a relative one is resolved against the start URL). A
+// status URL from the response must be on the start URL's host or a
+// subdomain of it, and not leave https: the polls carry the job's headers.
 // Fields are dotted paths into a JSON document ("name", "execution.id",
 // "conditions.0.state": numbers index arrays).
 type HTTPAsync struct {
@@ -319,7 +324,7 @@ func (r *httpRun) do(method string, u *url.URL, body []byte, timeout time.Durati
 		x.err = err
 		return x
 	}
-	resp, err := r.exec.client.Do(req)
+	resp, err := r.client().Do(req)
 	if err != nil {
 		x.err = r.transportError(ctx, err, timeout)
 		return x
@@ -331,6 +336,49 @@ func (r *httpRun) do(method string, u *url.URL, body []byte, timeout time.Durati
 		x.err = fmt.Errorf("read response: %w", r.transportError(ctx, err, timeout))
 	}
 	return x
+}
+
+// client is the executor's client, except that a redirect to a host the
+// job's headers may not go to (see headersMayGo) drops them: they may
+// hold credentials (an X-Api-Key), and net/http drops only Authorization
+// and cookies on its own.
+func (r *httpRun) client() *http.Client {
+	c := *r.exec.client
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if next != nil {
+			if err := next(req, via); err != nil {
+				return err
+			}
+		} else if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if !headersMayGo(via[0].URL, req.URL) {
+			for k := range r.spec.Headers {
+				req.Header.Del(k)
+			}
+		}
+		return nil
+	}
+	return &c
+}
+
+// headersMayGo reports whether the job's headers, given for a request to
+// from, may be sent to to: its host is from's or a subdomain of it (the
+// rule net/http applies to Authorization on a redirect), and it does not
+// leave https for http.
+func headersMayGo(from, to *url.URL) bool {
+	if from.Scheme == "https" && to.Scheme != "https" {
+		return false
+	}
+	parent, sub := strings.ToLower(from.Hostname()), strings.ToLower(to.Hostname())
+	if sub == parent {
+		return true
+	}
+	if net.ParseIP(sub) != nil || net.ParseIP(parent) != nil {
+		return false
+	}
+	return strings.HasSuffix(sub, "."+parent)
 }
 
 // newRequest builds a request with the job's headers.

@@ -51,6 +51,13 @@ func (r *httpRun) statusURL(body []byte) (*url.URL, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("field %q: %w", a.StatusURLField, err)
 		}
+		if !headersMayGo(r.target, u) {
+			// The remote end chose this URL: polling it would send the
+			// job's headers (credentials) wherever it says.
+			return nil, "", fmt.Errorf("field %q: status URL %s is not on %s (or a subdomain of it) over the start URL's scheme: "+
+				"the task's headers are not sent there (use status_url with {id} to poll another host)",
+				a.StatusURLField, redactURL(u), r.target.Hostname())
+		}
 		return u, redactURL(u), nil
 	}
 	return r.templateURL(doc)
