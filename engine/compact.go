@@ -233,7 +233,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 	// go without the space they hold.
 	e.removePruned(pruned)
 	dir := filepath.Join(e.cfg.DataDir, snapshotDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("engine: create %s: %w", dir, err)
 	}
 	// snapshots/ is a name in the data folder: durable only once the data
@@ -275,7 +275,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 }
 
 func (e *Engine) writeSnapshotFile(path string, snap *replay.Snapshot) error {
-	f, err := os.Create(path + ".tmp")
+	f, err := os.OpenFile(path+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("engine: create snapshot: %w", err)
 	}

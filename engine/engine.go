@@ -114,6 +114,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err := makeDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	warnIfShared(cfg.DataDir, cfg.Logger)
 	lock, err := wal.AcquireLock(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func makeDataDir(dir string) error {
 		}
 		created = append(created, p)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("engine: create data folder: %w", err)
 	}
 	for i := len(created) - 1; i >= 0; i-- { // outermost first
@@ -160,6 +161,18 @@ func makeDataDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// warnIfShared warns when other users may enter the data folder: its
+// logs, WAL and snapshots hold params, outputs and whatever tasks print.
+// orkwal makes its folders 0700 and its files 0600; a folder made by an
+// earlier version, or by hand, is left as it is (a group may be meant to
+// read it).
+func warnIfShared(dir string, logger *slog.Logger) {
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o007 != 0 {
+		logger.Warn("other users may read the data folder: its logs and WAL may hold secrets; chmod o-rwx it",
+			"dir", dir, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
+	}
 }
 
 func (e *Engine) recover() error {

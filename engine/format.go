@@ -35,7 +35,7 @@ func checkFormat(dir string) error {
 
 func writeFormat(dir, path string) error {
 	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err == nil {
 		_, err = f.WriteString(FormatVersion + "\n")
 		if err == nil {

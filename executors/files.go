@@ -48,9 +48,9 @@ func lookPath(name string) (string, error) {
 	return cmd.Path, nil
 }
 
-// writeNew is os.WriteFile(path, data, 0o644) without the poller.
+// writeNew is os.WriteFile(path, data, 0o600) without the poller.
 func writeNew(path string, data []byte) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o644)
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}

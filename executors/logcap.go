@@ -252,7 +252,7 @@ func (c *cappedLog) put(p []byte) {
 // last tailSize bytes of p can survive, so only they are written.
 func (c *cappedLog) writeRing(p []byte) error {
 	if c.ring == nil {
-		f, err := os.OpenFile(c.ringPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(c.ringPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("create log tail: %w", err)
 		}

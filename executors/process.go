@@ -285,10 +285,10 @@ func writeScratch(path string, data []byte) error {
 // tries the mkdir first: a task's folder is usually new and its parent
 // there, and every system call counts when thousands of tasks start.
 func makeDir(dir string) (created bool, err error) {
-	err = os.Mkdir(dir, 0o755)
+	err = os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
-			err = os.Mkdir(dir, 0o755)
+		if err = os.MkdirAll(filepath.Dir(dir), 0o700); err == nil {
+			err = os.Mkdir(dir, 0o700)
 		}
 	}
 	switch {
@@ -309,12 +309,12 @@ func openLog(path string) (*os.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, err := makeDir(filepath.Dir(path)); err != nil {
 			return nil, fmt.Errorf("create log dir: %w", err)
 		}
-		f, err = os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err = os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)

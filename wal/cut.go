@@ -121,7 +121,7 @@ func offsetOf(data []byte, first, index uint64) (int64, error) {
 
 // copyRemoved writes what a cut removes into the folder keep, fsynced.
 func copyRemoved(segs []segmentFile, off int64, keep string) error {
-	if err := os.MkdirAll(keep, 0o755); err != nil {
+	if err := os.MkdirAll(keep, 0o700); err != nil {
 		return fmt.Errorf("wal: create %s: %w", keep, err)
 	}
 	for i, s := range segs {

@@ -36,7 +36,7 @@ type Lock struct{ f *os.File }
 // error matches ErrLocked and names that process's pid.
 func AcquireLock(dir string) (*Lock, error) {
 	path := filepath.Join(dir, LockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open lock %s: %w", path, err)
 	}

@@ -131,7 +131,7 @@ func newRequest() any { return &request{done: make(chan struct{}, 1)} }
 // the last segment is returned as a *CorruptError.
 func Open(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
 	if err := syncDir(filepath.Dir(dir)); err != nil {

@@ -90,7 +90,7 @@ func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segmen
 	}
 	if len(segs) == 0 {
 		path := filepath.Join(dir, segmentName(1))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("wal: create %s: %w", path, err)
 		}
@@ -139,7 +139,7 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 			return false, err
 		}
 		path := filepath.Join(s.dir, segmentName(index))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return false, fmt.Errorf("create segment %s: %w", path, err)
 		}
