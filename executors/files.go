@@ -1,6 +1,7 @@
 package executors
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,6 +70,30 @@ func writeNew(path string, data []byte) error {
 		return &os.PathError{Op: "close", Path: path, Err: err}
 	}
 	return nil
+}
+
+// errNotRegular is the error of openRegular for anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens for reading a file a task may have made (its output,
+// the python runner's error file), refusing anything but a regular file
+// after symlinks: opening a named pipe would block until a writer came
+// (never, the task having exited), and a device such as /dev/zero never
+// ends. The open does not block (O_NONBLOCK, which a regular file ignores).
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // readSmall reads a file of at most len(buf) bytes (a /proc file) into buf

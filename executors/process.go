@@ -412,14 +412,16 @@ func exitResult(status syscall.WaitStatus, waitErr error) (code int, reason stri
 }
 
 // readOutput reads the task's output file: nil when absent, an error when it
-// is larger than maxBytes (if > 0) or not valid JSON. Surrounding whitespace
-// (e.g. echo's newline) is trimmed.
+// is not a regular file (see openRegular), larger than maxBytes (if > 0) or
+// not valid JSON. Surrounding whitespace (e.g. echo's newline) is trimmed.
 func readOutput(path string, maxBytes int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := openRegular(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.Is(err, errNotRegular):
+		return nil, fmt.Errorf("output: %w", err)
+	case err != nil:
 		return nil, fmt.Errorf("open output: %w", err)
 	}
 	defer f.Close()

@@ -310,6 +310,10 @@ func TestProcessInputOutput(t *testing.T) {
 		{name: "empty output file", script: `: > "$ORKWAL_OUTPUT"`, wantErr: "output is not valid JSON"},
 		{name: "no output file", script: "true", wantOK: true},
 		{name: "stale output removed", script: "true", staleOut: true, wantOK: true},
+		{name: "a named pipe", script: `mkfifo "$ORKWAL_OUTPUT"`, wantErr: "output: not a regular file"},
+		{name: "a device", script: `ln -s /dev/zero "$ORKWAL_OUTPUT"`, maxBytes: 1 << 20, wantErr: "output: not a regular file"},
+		{name: "a folder", script: `mkdir "$ORKWAL_OUTPUT"`, wantErr: "output: not a regular file"},
+		{name: "a symlink to a file", script: `echo 7 > "$ORKWAL_OUTPUT.real"; ln -s "$ORKWAL_OUTPUT.real" "$ORKWAL_OUTPUT"`, wantOK: true, wantOutput: `7`},
 		{name: "exit failure wins", script: `echo '"x"' > "$ORKWAL_OUTPUT"; exit 4`, wantErr: "exit status 4", wantOutput: `"x"`},
 	}
 	for _, tt := range tests {

@@ -314,7 +314,7 @@ func withTaskError(ev Event, errFile string) Event {
 // readErrorFile returns the first maxErrorBytes of path, trimmed; "" when
 // it cannot be read.
 func readErrorFile(path string) string {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return ""
 	}
