@@ -600,8 +600,10 @@ func TestHTTPAsyncServerDisappears(t *testing.T) {
 	for range 2 {
 		select {
 		case err := <-obs.failures:
-			if !strings.Contains(err.Error(), "connection refused") {
-				t.Errorf("poll failure %q, want connection refused", err)
+			// Refused, or reset: a dial that reached the listener's
+			// backlog just before it closed is reset.
+			if msg := err.Error(); !strings.Contains(msg, "connection refused") && !strings.Contains(msg, "connection reset") {
+				t.Errorf("poll failure %q, want connection refused or reset", err)
 			}
 		case <-time.After(guard):
 			t.Fatal("no failed poll after the server closed")
