@@ -147,8 +147,38 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 		if t.HTTP == nil || t.HTTP.URL == "" {
 			return p.fail(pt.node, joinPath(path, "url"), "required for executor http")
 		}
+		if err := p.checkURLScheme(pt, joinPath(path, "url"), t.HTTP.URL); err != nil {
+			return err
+		}
+		if a := t.HTTP.Async; a != nil && a.StatusURL != "" {
+			return p.checkURLScheme(pt, joinPath(joinPath(path, "async"), "status_url"), a.StatusURL)
+		}
 	}
 	return nil
+}
+
+// checkURLScheme refuses a URL template that does not start as an http or
+// https URL. One that starts with a placeholder or a ${env:NAME} is
+// checked when it is filled, at dispatch.
+func (p *parser) checkURLScheme(pt parsedTask, path, url string) error {
+	var seen bool
+	var kind tokenKind
+	var head string // the template's first part
+	scanTemplate(url, func(k tokenKind, text string) {
+		if !seen {
+			seen, kind, head = true, k, text
+		}
+	})
+	if kind != tokLiteral {
+		return nil
+	}
+	head = strings.ToLower(head)
+	for _, prefix := range []string{"http://", "https://"} {
+		if strings.HasPrefix(head, prefix) || strings.HasPrefix(prefix, head) {
+			return nil
+		}
+	}
+	return p.fail(pt.node, path, "%q: not an absolute http or https URL", url)
 }
 
 func (p *parser) checkPython(pt parsedTask, path string) error {

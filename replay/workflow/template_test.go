@@ -58,3 +58,27 @@ func TestTemplateEscapesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPURLScheme: an http task's url and async status_url must be http
+// or https URLs, checked at load when the template starts with literal
+// text (at dispatch when it starts with a reference).
+func TestHTTPURLScheme(t *testing.T) {
+	for _, tc := range []struct{ name, task, want string }{
+		{"http", `{executor: http, url: 'http://x/y'}`, ""},
+		{"HTTPS", `{executor: http, url: 'HTTPS://x'}`, ""},
+		{"from an env", `{executor: http, url: '${env:BASE}/x'}`, ""},
+		{"scheme then env", `{executor: http, url: 'https://${env:HOST}/x'}`, ""},
+		{"ftp", `{executor: http, url: 'ftp://x'}`, `tasks.t.url: "ftp://x": not an absolute http or https URL`},
+		{"no scheme", `{executor: http, url: 'x.example/y'}`, `tasks.t.url: "x.example/y": not an absolute http or https URL`},
+		{"status url", `{executor: http, url: 'http://x', async: {id_field: id, status_url: 'file:///{id}', status_field: s, success: [ok]}}`,
+			`tasks.t.async.status_url: "file:///{id}": not an absolute http or https URL`},
+	} {
+		_, err := Parse("w.yaml", []byte("name: w\ntasks:\n  t: "+tc.task+"\n"))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
