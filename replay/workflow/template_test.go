@@ -42,28 +42,20 @@ func TestExpand(t *testing.T) {
 // TestTemplateEscapesParse: the escapes pass the parser; what they do not
 // cover is still refused, with the escape named in the error.
 func TestTemplateEscapesParse(t *testing.T) {
-	for _, tc := range []struct{ name, task, want string }{
+	checkTaskParses(t, []taskCase{
 		{"literal braces", `{command: x, env: {A: '{{ "{{" }} .Name }}'}}`, ""},
 		{"literal dollar brace", `{command: x, env: {A: '$${HOME}/bin'}}`, ""},
 		{"http body", `{executor: http, url: 'http://x', body: '{"t": "{{"{{"}}x}}", "h": "$${env:NOPE"}'}`, ""},
 		{"go template", `{command: x, env: {A: '{{ .Name }}'}}`, `placeholder {{.Name}}: use {{params.NAME}} of a declared param or {{inputs.NAME}} of a declared input ({{ "{{" }} for a literal {{)`},
 		{"shell reference", `{command: x, env: {A: '${HOME}/bin'}}`, "${HOME}: use ${env:NAME} to read NAME from the daemon's environment at dispatch ($${ for a literal ${)"},
-	} {
-		_, err := Parse("w.yaml", []byte("name: w\ntasks:\n  t: "+tc.task+"\n"))
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
-		}
-	}
+	})
 }
 
 // TestHTTPURLScheme: an http task's url and async status_url must be http
 // or https URLs, checked at load when the template starts with literal
 // text (at dispatch when it starts with a reference).
 func TestHTTPURLScheme(t *testing.T) {
-	for _, tc := range []struct{ name, task, want string }{
+	checkTaskParses(t, []taskCase{
 		{"http", `{executor: http, url: 'http://x/y'}`, ""},
 		{"HTTPS", `{executor: http, url: 'HTTPS://x'}`, ""},
 		{"from an env", `{executor: http, url: '${env:BASE}/x'}`, ""},
@@ -72,7 +64,16 @@ func TestHTTPURLScheme(t *testing.T) {
 		{"no scheme", `{executor: http, url: 'x.example/y'}`, `tasks.t.url: "x.example/y": not an absolute http or https URL`},
 		{"status url", `{executor: http, url: 'http://x', async: {id_field: id, status_url: 'file:///{id}', status_field: s, success: [ok]}}`,
 			`tasks.t.async.status_url: "file:///{id}": not an absolute http or https URL`},
-	} {
+	})
+}
+
+// taskCase is a task (YAML) and the error Parse must give ("" = none).
+type taskCase struct{ name, task, want string }
+
+// checkTaskParses parses a workflow of each case's task, named t.
+func checkTaskParses(t *testing.T, cases []taskCase) {
+	t.Helper()
+	for _, tc := range cases {
 		_, err := Parse("w.yaml", []byte("name: w\ntasks:\n  t: "+tc.task+"\n"))
 		switch {
 		case tc.want == "" && err != nil:
