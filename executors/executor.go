@@ -17,6 +17,17 @@
 // exits (pidfds) and the log output (pipes) of all of them, so a running
 // task holds no goroutine and no thread of the daemon, only a few hundred
 // bytes and its descriptors (its pidfd, its log pipe and its log file).
+//
+// Invariants of a task's log (process, python and http tasks; see
+// docs/format.md, Task logs):
+//   - A capped log (cappedLog) is only appended to; output past its head
+//     goes to a ring beside it (LogPath+".tail"), whose header describes
+//     its last write before that write's bytes go in (see writeRing).
+//   - After a crash of the daemon, RecoverLog completes the log exactly as
+//     the attempt's end would have, from the output up to the last write
+//     that reached the ring whole; one that did not is left out, and the
+//     line it appends says how many bytes are lost. No byte shows in the
+//     place of another.
 package executors
 
 import (

@@ -1,11 +1,8 @@
 package executors
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -21,17 +18,6 @@ const logDrainDelay = 2 * time.Second
 
 // tailSuffix names the sidecar file that holds the ring of a capped log.
 const tailSuffix = ".tail"
-
-// The ring file begins with a header, so that the log of an attempt a
-// crash interrupted can still be completed from it (RecoverLog): ringMagic,
-// then the head's size, the ring's size and the ring's write position
-// (bytes ever given to it), each a little-endian uint64. The position is
-// rewritten after each write to the ring. The ring's bytes follow.
-const (
-	ringMagic      = "orkring1"
-	ringHeaderSize = 32
-	ringPosAt      = 24 // offset of the write position in the header
-)
 
 // copyBufSize is the size of the pooled buffers that move output from the
 // pipe to the log files: a pipe's default capacity, so one read can take
@@ -101,10 +87,12 @@ type cappedLog struct {
 	ring      *os.File // created on the first byte past the head
 	headLeft  int64    // head bytes still to write to the log
 	headSize  int64
-	tailSize  int64 // the ring's size, > 0
-	ringBytes int64 // bytes ever given to the ring (its write position)
-	err       error // the first write error; output is dropped after it
-	done      bool  // finish was called
+	tailSize  int64       // the ring's size, > 0
+	ringBytes int64       // bytes ever given to the ring (its write position)
+	ringBase  int64       // the log's length once its head was written
+	crash     *crashPoint // a test seam for the ring's writes; nil
+	err       error       // the first write error; output is dropped after it
+	done      bool        // finish was called
 }
 
 // maxEarly bounds the output a cappedLog keeps in memory while its log
@@ -248,45 +236,6 @@ func (c *cappedLog) put(p []byte) {
 	}
 }
 
-// writeRing puts p at the ring's write position, wrapping around. Only the
-// last tailSize bytes of p can survive, so only they are written.
-func (c *cappedLog) writeRing(p []byte) error {
-	if c.ring == nil {
-		f, err := os.OpenFile(c.ringPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return fmt.Errorf("create log tail: %w", err)
-		}
-		c.ring = f
-		hdr := make([]byte, 0, ringHeaderSize)
-		hdr = append(hdr, ringMagic...)
-		hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.headSize))
-		hdr = binary.LittleEndian.AppendUint64(hdr, uint64(c.tailSize))
-		hdr = binary.LittleEndian.AppendUint64(hdr, 0)
-		if _, err := f.WriteAt(hdr, 0); err != nil {
-			return fmt.Errorf("write log tail: %w", err)
-		}
-	}
-	if skip := int64(len(p)) - c.tailSize; skip > 0 {
-		c.ringBytes += skip
-		p = p[skip:]
-	}
-	for len(p) > 0 {
-		off := c.ringBytes % c.tailSize
-		k := int(min(int64(len(p)), c.tailSize-off))
-		if _, err := c.ring.WriteAt(p[:k], ringHeaderSize+off); err != nil {
-			return fmt.Errorf("write log tail: %w", err)
-		}
-		c.ringBytes += int64(k)
-		p = p[k:]
-	}
-	var pos [8]byte
-	binary.LittleEndian.PutUint64(pos[:], uint64(c.ringBytes))
-	if _, err := c.ring.WriteAt(pos[:], ringPosAt); err != nil {
-		return fmt.Errorf("write log tail: %w", err)
-	}
-	return nil
-}
-
 // ReadFrom copies r to c until EOF or an error of r. io.Copy, thus the
 // pipe copier of os/exec, calls it instead of using a buffer of its own (32
 // KiB that would stay allocated for the whole life of the task).
@@ -400,120 +349,4 @@ func (c *cappedLog) finish() error {
 		err = fmt.Errorf("close log: %w", cerr)
 	}
 	return err
-}
-
-// appendRing appends the marker (when the ring wrapped) and the ring's
-// content, oldest byte first, to the log.
-func (c *cappedLog) appendRing() error {
-	return appendRing(c.log, c.ring, c.headSize, c.tailSize, c.ringBytes, c.ringBytes)
-}
-
-// appendRing appends to log the ring in the file ring: stored bytes (at
-// most tailSize) hold the last of pos bytes given to it. When more were
-// given than it holds, the marker comes first, then the ring oldest byte
-// first.
-func appendRing(log io.Writer, ring io.ReaderAt, headSize, tailSize, pos, stored int64) error {
-	if pos <= tailSize {
-		return copyRing(log, ring, 0, stored)
-	}
-	if _, err := io.WriteString(log, logMarker(pos-tailSize, headSize, tailSize)); err != nil {
-		return fmt.Errorf("write log: %w", err)
-	}
-	start := pos % tailSize
-	if err := copyRing(log, ring, start, tailSize-start); err != nil {
-		return err
-	}
-	return copyRing(log, ring, 0, start)
-}
-
-// copyRing appends n bytes of the ring from off to log.
-func copyRing(log io.Writer, ring io.ReaderAt, off, n int64) error {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	off += ringHeaderSize
-	for n > 0 {
-		buf := (*bp)[:min(int64(len(*bp)), n)]
-		k, err := ring.ReadAt(buf, off)
-		if k > 0 {
-			if _, werr := log.Write(buf[:k]); werr != nil {
-				return fmt.Errorf("write log: %w", werr)
-			}
-			off += int64(k)
-			n -= int64(k)
-		}
-		if err != nil && !(errors.Is(err, io.EOF) && k == len(buf)) {
-			return fmt.Errorf("read log tail: %w", err)
-		}
-	}
-	return nil
-}
-
-// RecoverLog completes the log at path of an attempt that a crash of the
-// daemon interrupted, as finish would have: the ring beside it (a capped
-// log's tail; see the header above), its bytes in order after the marker
-// when output was dropped, is appended, then the line
-// "[orkwal: attempt interrupted: the daemon stopped]", and the ring is
-// removed. A ring whose header does not read back (a power cut can leave
-// it unwritten) is removed unread, and the line says its bytes are lost.
-// Nothing is done when there is no log (the attempt wrote nothing). A
-// crash during RecoverLog may leave the ring, and the next boot appends it
-// again. The attempt's processes must be gone.
-func RecoverLog(path string) error {
-	log, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.Remove(path + tailSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove log tail: %w", err)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
-	}
-	note := "\n[orkwal: attempt interrupted: the daemon stopped]\n"
-	ring, err := os.Open(path + tailSuffix)
-	switch {
-	case err == nil:
-		if rerr := recoverRing(log, ring); rerr != nil {
-			note = fmt.Sprintf("\n[orkwal: attempt interrupted: the daemon stopped; the end of its output is lost (%v)]\n", rerr)
-		}
-		ring.Close()
-		if rerr := os.Remove(ring.Name()); rerr != nil {
-			err = fmt.Errorf("remove log tail: %w", rerr)
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		err = nil
-	default:
-		err = fmt.Errorf("open log tail: %w", err)
-	}
-	if _, werr := io.WriteString(log, note); err == nil && werr != nil {
-		err = fmt.Errorf("write log: %w", werr)
-	}
-	if cerr := log.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close log: %w", cerr)
-	}
-	return err
-}
-
-// recoverRing appends the ring of an interrupted attempt to log, if its
-// header reads back. The write position may lag the last write to the
-// ring by one (a crash between the two): bytes past it in a ring that never
-// wrapped are appended all the same; in one that wrapped, the last write
-// may show in the place of the oldest bytes.
-func recoverRing(log io.Writer, ring *os.File) error {
-	var hdr [ringHeaderSize]byte
-	if _, err := io.ReadFull(ring, hdr[:]); err != nil {
-		return fmt.Errorf("its header does not read back: %w", err)
-	}
-	head := int64(binary.LittleEndian.Uint64(hdr[8:]))
-	tail := int64(binary.LittleEndian.Uint64(hdr[16:]))
-	pos := int64(binary.LittleEndian.Uint64(hdr[ringPosAt:]))
-	fi, err := ring.Stat()
-	if err != nil {
-		return err
-	}
-	stored := fi.Size() - ringHeaderSize
-	if string(hdr[:len(ringMagic)]) != ringMagic || tail <= 0 || head < 0 || pos < 0 || stored > tail || pos > tail && stored != tail {
-		return errors.New("its header does not read back")
-	}
-	return appendRing(log, ring, head, tail, max(pos, stored), stored)
 }

@@ -76,7 +76,8 @@ var testInterpreter = sync.OnceValue(func() string {
 	return "python3"
 })
 
-// writeFile writes content to dir/name, creating dir, and returns the path.
+// writeFile writes content to dir/name (dir "": name is the path),
+// creating its folder, and returns the path.
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
