@@ -291,7 +291,7 @@ func applyFrame(st *replay.State, index uint64, payloads [][]byte) error {
 func (e *Engine) interruptInFlight() error {
 	now := e.cfg.Clock.Now().UnixNano()
 	var recs []replay.Record
-	var scratch []string
+	var scratch, logs []string
 	for _, run := range e.state.RunList {
 		if run.Status.Finished() {
 			continue
@@ -303,12 +303,16 @@ func (e *Engine) interruptInFlight() error {
 			e.killLeftover(t)
 			// A crash mid-attempt leaves the log's capped tail beside it:
 			// the log is completed from it, and says it was interrupted.
-			if err := executors.RecoverLog(LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt)); err != nil {
+			// Until the record below is durable, a crash makes the next
+			// boot do it again, and RecoverLog completes the log once.
+			log := LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt)
+			if err := executors.RecoverLog(log); err != nil {
 				e.log.Warn("could not complete the log of an interrupted attempt", "run", run.ID, "task", t.Key(), "attempt", t.Attempt, "err", err)
 			}
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
 			scratch = append(scratch, scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
+			logs = append(logs, log)
 		}
 	}
 	if len(recs) == 0 {
@@ -319,10 +323,16 @@ func (e *Engine) interruptInFlight() error {
 	}
 	// The interrupted attempts are over: their scratch files go, as a
 	// finished attempt's do (a crash during a dispatch's fsync can leave
-	// them for an attempt whose process never started).
+	// them for an attempt whose process never started), and so does what
+	// their logs' completion kept beside them.
 	for _, prefix := range scratch {
 		if err := executors.RemoveScratch(prefix); err != nil {
 			e.log.Warn("could not remove the scratch files of an interrupted attempt", "prefix", prefix, "err", err)
+		}
+	}
+	for _, log := range logs {
+		if err := executors.EndLogRecovery(log); err != nil {
+			e.log.Warn("could not remove the tail of an interrupted attempt's log", "log", log, "err", err)
 		}
 	}
 	e.log.Info("re-running attempts interrupted by a crash", "tasks", len(recs))

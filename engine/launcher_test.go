@@ -257,7 +257,8 @@ func TestBootRemovesScratchOfInterruptedAttempts(t *testing.T) {
 // of an attempt a crash interrupted (executors.RecoverLog: the capped
 // log's ring, then a line saying so; TestRecoverLogCompletesAnInterruptedLog
 // covers the ring) and leaves no ring beside it. Boot used to remove the
-// ring unread, and the log kept its head only.
+// ring unread, and the log kept its head only. The ring here is of version
+// 1, as a crash of a version before 2026-12 leaves at an upgrade.
 func TestBootCompletesTheLogOfAnInterruptedAttempt(t *testing.T) {
 	a, a2 := crashMidAttempt(t, func(a executors.Job) {
 		writeFile(t, a.LogPath, "step 1 of 3\n") // the head, H = 12 bytes
@@ -277,5 +278,43 @@ func TestBootCompletesTheLogOfAnInterruptedAttempt(t *testing.T) {
 	}
 	if _, err := os.Stat(a.LogPath + ".tail"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the ring beside the log after boot: %v, want it removed", err)
+	}
+}
+
+// TestBootCompletesTheLogOnceAfterACrashDuringItsCompletion: a boot that
+// completed the log of an interrupted attempt and stopped before the
+// interruption was durable (a crash, a power cut, a failed commit) is
+// followed by one that completes it again: the log is completed once.
+// Before, the second boot appended the line again, and, when the first
+// one had stopped before it removed the ring, the ring's bytes too.
+func TestBootCompletesTheLogOnceAfterACrashDuringItsCompletion(t *testing.T) {
+	const note = "\n[orkwal: attempt interrupted: the daemon stopped]\n"
+	for _, tc := range []struct {
+		name, ring, want string
+	}{
+		{"no ring", "", "step 1 of 3\n" + note},
+		{"ring", "step 2 of 3", "step 1 of 3\nstep 2 of 3" + note},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := crashMidAttempt(t, func(a executors.Job) {
+				writeFile(t, a.LogPath, "step 1 of 3\n")
+				if tc.ring != "" { // version 1: magic, H, T, P, the bytes
+					hdr := binary.LittleEndian.AppendUint64([]byte("orkring1"), 12)
+					hdr = binary.LittleEndian.AppendUint64(hdr, 12)
+					hdr = binary.LittleEndian.AppendUint64(hdr, uint64(len(tc.ring)))
+					writeFile(t, a.LogPath+".tail", string(hdr)+tc.ring)
+				}
+				// The boot that stopped after completing the log.
+				if err := executors.RecoverLog(a.LogPath); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if got, err := os.ReadFile(a.LogPath); err != nil || string(got) != tc.want {
+				t.Fatalf("the interrupted attempt's log after the second boot: %q, %v; want %q", got, err, tc.want)
+			}
+			if _, err := os.Stat(a.LogPath + ".tail"); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the tail beside the log after boot: %v, want it removed", err)
+			}
+		})
 	}
 }

@@ -28,6 +28,10 @@
 //     that reached the ring whole; one that did not is left out, and the
 //     line it appends says how many bytes are lost. No byte shows in the
 //     place of another.
+//   - RecoverLog can be cut at any point, by a crash or a power cut, and
+//     called again: the log is completed once, and durably, until
+//     EndLogRecovery, which the caller calls once the interruption is
+//     durable (see logrecover.go).
 package executors
 
 import (

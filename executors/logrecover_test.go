@@ -2,6 +2,7 @@ package executors
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -173,7 +174,7 @@ func TestRingWriteCrash(t *testing.T) {
 // attempt's end would have (head, marker, tail in order), followed by a
 // line saying it was interrupted. Before, boot removed the ring: the log
 // kept its head only, losing the end of the output, where the reason of a
-// failure usually is.
+// failure usually is. The ring stays until EndLogRecovery.
 func TestRecoverLogCompletesAnInterruptedLog(t *testing.T) {
 	t.Parallel()
 	const c = 100
@@ -188,8 +189,15 @@ func TestRecoverLogCompletesAnInterruptedLog(t *testing.T) {
 			if got, want := readFileString(t, path), recovered("", out, c, 0); got != want {
 				t.Fatalf("recovered log\n%q, want\n%q", got, want)
 			}
+			// The ring, or the recovery record when there is none.
+			if _, err := os.Stat(path + tailSuffix); err != nil {
+				t.Fatalf("the tail after RecoverLog: %v", err)
+			}
+			if err := EndLogRecovery(path); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := os.Stat(path + tailSuffix); !errors.Is(err, fs.ErrNotExist) {
-				t.Fatalf("the ring is still there: %v", err)
+				t.Fatalf("the ring after EndLogRecovery: %v", err)
 			}
 		})
 	}
@@ -218,8 +226,155 @@ func TestRecoverLogCompletesAnInterruptedLog(t *testing.T) {
 		if got := readFileString(t, path); got != want {
 			t.Fatalf("log with an unreadable ring: %q, want %q", got, want)
 		}
-		if _, err := os.Stat(path + tailSuffix); !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("the unreadable ring is still there: %v", err)
-		}
 	})
+}
+
+// recoveryCase is the state a crash left an attempt's log in, before its
+// recovery, and the log recovery makes of it.
+type recoveryCase struct {
+	name  string
+	make  func(t *testing.T, path string)
+	want  string
+	steps []string // the operations of the recovery, in order
+}
+
+func recoveryCases() []recoveryCase {
+	const c = 100
+	const prefix = "previous attempt\n"
+	out := pattern(7, 333)
+	ringSteps := []string{"fsync log", "fsync ring", "fsync folder", "truncate log", "write", "fsync log"}
+	recordSteps := []string{"fsync log", "write", "fsync record", "rename record", "fsync folder", "truncate log", "write", "fsync log"}
+	capped := func(out []byte, crash *crashPoint) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			writeFile(t, "", path, prefix)
+			if err := crashCapped(t, path, out, c, 7, crash); err != nil && !errors.Is(err, errCrash) {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The 10th write to the ring crashes after 3 of its bytes.
+	var torn *crashPoint
+	var tornWrite ringOp
+	for i, op := range ringOps(int64(len(out)), c, 7) {
+		if op.header && op.from >= c/2+9*7-1 && torn == nil {
+			torn, tornWrite = &crashPoint{at: i + 2, bytes: 3}, op
+		}
+	}
+	v1 := binary.LittleEndian.AppendUint64([]byte(ringMagicV1), 12)
+	v1 = binary.LittleEndian.AppendUint64(v1, 12)
+	v1 = binary.LittleEndian.AppendUint64(v1, 11)
+	return []recoveryCase{
+		{"ring", capped(out, nil), recovered(prefix, out, c, 0), ringSteps},
+		{"ring in its first lap", capped(out[:80], nil), recovered(prefix, out[:80], c, 0), ringSteps},
+		{"ring with its last write lost", capped(out, torn), recovered(prefix, out[:tornWrite.to], c, tornWrite.to-tornWrite.from), ringSteps},
+		{"head only", capped(out[:30], nil), recovered(prefix, out[:30], c, 0), recordSteps},
+		{"empty ring", capped(out, &crashPoint{at: 1}), recovered(prefix, out[:c/2], c, 0), recordSteps},
+		{"ring unreadable", func(t *testing.T, path string) {
+			capped(out, nil)(t, path)
+			writeFile(t, "", path+tailSuffix, "orkring2 torn")
+		}, prefix + string(out[:c/2]) + "\n[orkwal: attempt interrupted: the daemon stopped; the end of its output is lost (its header does not read back: EOF)]\n", recordSteps},
+		{"ring of version 1", func(t *testing.T, path string) {
+			writeFile(t, "", path, "step 1 of 3\n")
+			writeFile(t, "", path+tailSuffix, string(v1)+"step 2 of 3")
+		}, "step 1 of 3\nstep 2 of 3" + interruptedNote, ringSteps},
+		{"crash during finish", func(t *testing.T, path string) {
+			// The daemon died appending the ring to the log.
+			capped(out, nil)(t, path)
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(logMarker(233, 50, 50)[:20])
+			f.Close()
+		}, recovered(prefix, out, c, 0), ringSteps},
+	}
+}
+
+// copyFolder copies the files of folder from to folder to.
+func copyFolder(t *testing.T, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, "", filepath.Join(to, e.Name()), string(data))
+	}
+}
+
+// TestRecoverLogCrash: a crash at any step of RecoverLog (before an fsync,
+// a truncation, a rename, or during a write, none, part or all of it
+// done), then RecoverLog again at the next boot, makes the same log as one
+// RecoverLog with no crash; a second crash during the second one changes
+// nothing either. Before, a crash after the log's completion was appended
+// and before the engine's record was durable made the next boot append it
+// again: the ring, the marker and the line twice. The steps are those the
+// package documents, in that order (the fsync before each step that
+// relies on it).
+func TestRecoverLogCrash(t *testing.T) {
+	t.Parallel()
+	for _, tc := range recoveryCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			orig := filepath.Join(dir, "orig")
+			tc.make(t, filepath.Join(orig, "1.log"))
+			recoverAt := func(name string, crashes ...crashPoint) string {
+				path := filepath.Join(dir, name, "1.log")
+				copyFolder(t, orig, filepath.Dir(path))
+				for i, c := range crashes {
+					// A later try may have fewer steps (it reads the
+					// record the crashed one wrote): a crash past them
+					// does not strike.
+					if err := recoverLog(path, &c); !errors.Is(err, errCrash) && (i == 0 || err != nil) {
+						t.Fatalf("%s: the crash did not strike: %v", name, err)
+					}
+				}
+				for range 2 {
+					if err := RecoverLog(path); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return readFileString(t, path)
+			}
+			clean := &crashPoint{}
+			path := filepath.Join(dir, "clean", "1.log")
+			copyFolder(t, orig, filepath.Dir(path))
+			if err := recoverLog(path, clean); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFileString(t, path); got != tc.want {
+				t.Fatalf("recovered log\n%q, want\n%q", got, tc.want)
+			}
+			if got := slices.Compact(slices.Clone(clean.ops)); !slices.Equal(got, tc.steps) {
+				t.Errorf("recovery steps %q, want %q (writes in a row as one)", got, tc.steps)
+			}
+			n := len(clean.ops)
+			for at := 1; at <= n; at++ {
+				for _, bytes := range []int{0, 1, 5, 1 << 30} {
+					name := fmt.Sprintf("%d-%d", at, bytes)
+					if got := recoverAt(name, crashPoint{at: at, bytes: bytes}); got != tc.want {
+						t.Fatalf("crash at step %d (%s) after %d bytes: recovered\n%q, want\n%q", at, clean.ops[at-1], bytes, got, tc.want)
+					}
+					for again := 1; again <= n && bytes == 1; again++ {
+						name := fmt.Sprintf("%d-%d-%d", at, bytes, again)
+						if got := recoverAt(name, crashPoint{at: at, bytes: 1}, crashPoint{at: again, bytes: 1}); got != tc.want {
+							t.Fatalf("crashes at steps %d then %d: recovered\n%q, want\n%q", at, again, got, tc.want)
+						}
+					}
+				}
+			}
+			if err := EndLogRecovery(path); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{path + tailSuffix, path + tailSuffix + tmpSuffix} {
+				if _, err := os.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s after EndLogRecovery: %v", filepath.Base(name), err)
+				}
+			}
+		})
+	}
 }
