@@ -254,7 +254,7 @@ func (r *recovery) writeRecord(src source) error {
 	b = append(b, src.line...)
 	le.PutUint32(b[20:], crc32.Update(crc32.Checksum(b[:20], castagnoli), castagnoli, b[recordHeader:]))
 	tmp := r.path + tailSuffix + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("write recovery record: %w", err)
 	}

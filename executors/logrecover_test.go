@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -351,6 +352,11 @@ func TestRecoverLogCrash(t *testing.T) {
 			}
 			if got := slices.Compact(slices.Clone(clean.ops)); !slices.Equal(got, tc.steps) {
 				t.Errorf("recovery steps %q, want %q (writes in a row as one)", got, tc.steps)
+			}
+			if b, err := os.ReadFile(path + tailSuffix); err == nil && strings.HasPrefix(string(b), "orkrcvr1") {
+				if fi, err := os.Stat(path + tailSuffix); err != nil || fi.Mode().Perm()&0o077 != 0 {
+					t.Errorf("the recovery record: %v, mode %v, want none for group and others", err, fi.Mode())
+				}
 			}
 			n := len(clean.ops)
 			for at := 1; at <= n; at++ {
