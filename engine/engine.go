@@ -301,23 +301,16 @@ func (e *Engine) interruptInFlight() error {
 				continue
 			}
 			e.killLeftover(t)
-			// A crash mid-attempt leaves the log's capped tail beside it:
-			// the log is completed from it, and says it was interrupted.
-			// Until the record below is durable, a crash makes the next
-			// boot do it again, and RecoverLog completes the log once.
-			log := LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt)
-			if err := executors.RecoverLog(log); err != nil {
-				e.log.Warn("could not complete the log of an interrupted attempt", "run", run.ID, "task", t.Key(), "attempt", t.Attempt, "err", err)
-			}
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
 			scratch = append(scratch, scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
-			logs = append(logs, log)
+			logs = append(logs, LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
 		}
 	}
 	if len(recs) == 0 {
 		return nil
 	}
+	e.recoverLogs(logs)
 	if err := e.commit(recs); err != nil {
 		return err
 	}
@@ -337,6 +330,31 @@ func (e *Engine) interruptInFlight() error {
 	}
 	e.log.Info("re-running attempts interrupted by a crash", "tasks", len(recs))
 	return nil
+}
+
+// recoverLogs completes the logs of the interrupted attempts, whose
+// processes are gone: a crash mid-attempt leaves a log's capped tail beside
+// it, from which the log is completed, and each log says that its attempt
+// was interrupted. Until the interruptions are durable, a crash makes the
+// next boot do it again, and RecoverLog completes each log once. Each
+// completion waits for a few fsyncs one after another, so several run at
+// once: on slow storage (an SD card: some ms an fsync) a boot after a crash
+// that interrupted hundreds of talkative tasks would otherwise wait
+// seconds before serving.
+func (e *Engine) recoverLogs(logs []string) {
+	const workers = 16
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, len(logs)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(logs)); i = next.Add(1) - 1 {
+				if err := executors.RecoverLog(logs[i]); err != nil {
+					e.log.Warn("could not complete the log of an interrupted attempt", "log", logs[i], "err", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func (e *Engine) killLeftover(t *replay.Task) {

@@ -318,3 +318,30 @@ func TestBootCompletesTheLogOnceAfterACrashDuringItsCompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestBootCompletesEveryInterruptedLog: a boot after a crash that
+// interrupted more attempts than recoverLogs has workers completes each
+// attempt's log, once.
+func TestBootCompletesEveryInterruptedLog(t *testing.T) {
+	const n = 40
+	const note = "\n[orkwal: attempt interrupted: the daemon stopped]\n"
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, n)
+	put(t, e, &workflow.Spec{Name: "many", Tasks: []*workflow.Task{{Name: "t", Executor: "process", Command: []string{"x"}, Parallel: n}}})
+	trigger(t, e, "many")
+	var logs []string
+	for range n {
+		a := m.next()
+		writeFile(t, a.LogPath, a.LogPath+"\n")
+		logs = append(logs, a.LogPath)
+	}
+	crash(e)
+	e2 := openEngine(t, dir, newManual(t, dir), n)
+	t.Cleanup(func() { e2.Close() })
+	for _, log := range logs {
+		if got, err := os.ReadFile(log); err != nil || string(got) != log+"\n"+note {
+			t.Errorf("%s after boot: %q, %v; want it completed once", log, got, err)
+		}
+	}
+}
