@@ -161,12 +161,12 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 // https URL. One that starts with a placeholder or a ${env:NAME} is
 // checked when it is filled, at dispatch.
 func (p *parser) checkURLScheme(pt parsedTask, path, url string) error {
-	var seen bool
+	var parts int
 	var kind tokenKind
 	var head string // the template's first part
 	scanTemplate(url, func(k tokenKind, text string) {
-		if !seen {
-			seen, kind, head = true, k, text
+		if parts++; parts == 1 {
+			kind, head = k, text
 		}
 	})
 	if kind != tokLiteral {
@@ -174,7 +174,9 @@ func (p *parser) checkURLScheme(pt parsedTask, path, url string) error {
 	}
 	head = strings.ToLower(head)
 	for _, prefix := range []string{"http://", "https://"} {
-		if strings.HasPrefix(head, prefix) || strings.HasPrefix(prefix, head) {
+		// What follows the first part may complete the scheme ("http{{
+		// params.s }}://..."); a URL all literal must hold it, and a host.
+		if len(head) > len(prefix) && strings.HasPrefix(head, prefix) || parts > 1 && strings.HasPrefix(prefix, head) {
 			return nil
 		}
 	}

@@ -62,6 +62,10 @@ func TestHTTPURLScheme(t *testing.T) {
 		{"scheme then env", `{executor: http, url: 'https://${env:HOST}/x'}`, ""},
 		{"ftp", `{executor: http, url: 'ftp://x'}`, `tasks.t.url: "ftp://x": not an absolute http or https URL`},
 		{"no scheme", `{executor: http, url: 'x.example/y'}`, `tasks.t.url: "x.example/y": not an absolute http or https URL`},
+		{"scheme cut short", `{executor: http, url: 'https:/'}`, `tasks.t.url: "https:/": not an absolute http or https URL`},
+		{"the scheme alone", `{executor: http, url: 'http://'}`, `tasks.t.url: "http://": not an absolute http or https URL`},
+		{"part of a scheme alone", `{executor: http, url: 'http'}`, `tasks.t.url: "http": not an absolute http or https URL`},
+		{"part of a scheme, then a reference", `{executor: http, url: 'http${env:S}://x'}`, ""},
 		{"status url", `{executor: http, url: 'http://x', async: {id_field: id, status_url: 'file:///{id}', status_field: s, success: [ok]}}`,
 			`tasks.t.async.status_url: "file:///{id}": not an absolute http or https URL`},
 	})
