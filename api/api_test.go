@@ -108,13 +108,8 @@ func TestWorkflowLifecycleAndRun(t *testing.T) {
 	if code, _ := f.do("POST", "/workflows", dag); code != 200 {
 		t.Fatalf("same workflow again: %d, want 200 (unchanged)", code)
 	}
-	code, body := f.do("POST", "/workflows/dag/runs", `{"params": {"greeting": "hi"}}`)
-	if code != 201 {
-		t.Fatalf("trigger: %d %s", code, body)
-	}
-	var created struct{ ID string }
-	json.Unmarshal([]byte(body), &created)
-	run := f.waitRun(created.ID)
+	id := f.triggerWith("dag", `{"params": {"greeting": "hi"}}`)
+	run := f.waitRun(id)
 	if run.Status != "success" || len(run.Tasks) != 3 {
 		t.Fatalf("run %s with %d tasks", run.Status, len(run.Tasks))
 	}
@@ -123,14 +118,14 @@ func TestWorkflowLifecycleAndRun(t *testing.T) {
 			t.Fatalf("task %s started before %s finished", run.Tasks[i].Name, run.Tasks[i-1].Name)
 		}
 	}
-	code, body = f.do("GET", "/runs/"+created.ID+"/tasks/second/logs", "")
+	code, body := f.do("GET", "/runs/"+id+"/tasks/second/logs", "")
 	if code != 200 || !strings.Contains(body, `"greeting":"hi"`) {
 		t.Fatalf("logs of second: %d %q, want its ORKWAL_INPUT with the param", code, body)
 	}
-	if code, body = f.do("GET", "/runs/"+created.ID+"/tasks", ""); code != 200 || !strings.Contains(body, `"attempt": 1`) {
+	if code, body = f.do("GET", "/runs/"+id+"/tasks", ""); code != 200 || !strings.Contains(body, `"attempt": 1`) {
 		t.Fatalf("tasks: %d %s", code, body)
 	}
-	if code, body = f.do("GET", "/runs?workflow=dag&limit=1", ""); code != 200 || !strings.Contains(body, created.ID) {
+	if code, body = f.do("GET", "/runs?workflow=dag&limit=1", ""); code != 200 || !strings.Contains(body, id) {
 		t.Fatalf("runs: %d %s", code, body)
 	}
 	if code, _ = f.do("DELETE", "/workflows/dag", ""); code != 204 {

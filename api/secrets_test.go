@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,20 +80,15 @@ tasks:
     url: "` + remote.URL + `/x"
     body: 'note={{params.note}}'
 `)
-	code, body := f.do("POST", "/workflows/leak/runs", `{"params": {"note": "${env:API_TOKEN}"}}`)
-	if code != 201 {
-		t.Fatalf("trigger: %d %s", code, body)
-	}
-	var r struct{ ID string }
-	json.Unmarshal([]byte(body), &r)
-	if run := f.waitRun(r.ID); run.Status != "success" {
+	id := f.triggerWith("leak", `{"params": {"note": "${env:API_TOKEN}"}}`)
+	if run := f.waitRun(id); run.Status != "success" {
 		t.Fatalf("run %s: %+v", run.Status, run.Tasks)
 	}
 	if want := "note=${env:API_TOKEN}"; gotBody != want {
 		t.Errorf("the http task sent %q, want %q", gotBody, want)
 	}
 	want := "${env:API_TOKEN} ${env:API_TOKEN} {{x}} ${HOME}"
-	if _, log := f.do("GET", "/runs/"+r.ID+"/tasks/say/logs", ""); log != want {
+	if _, log := f.do("GET", "/runs/"+id+"/tasks/say/logs", ""); log != want {
 		t.Errorf("the task saw NOTE=%q, want %q", log, want)
 	}
 }

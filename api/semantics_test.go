@@ -26,7 +26,14 @@ func (f *fixture) put(yaml string) {
 
 func (f *fixture) trigger(name string) string {
 	f.t.Helper()
-	code, body := f.do("POST", "/workflows/"+name+"/runs", "")
+	return f.triggerWith(name, "")
+}
+
+// triggerWith triggers workflow name with a request body (params, ...)
+// and returns the run's id.
+func (f *fixture) triggerWith(name, request string) string {
+	f.t.Helper()
+	code, body := f.do("POST", "/workflows/"+name+"/runs", request)
 	if code != 201 {
 		f.t.Fatalf("trigger %s: %d %s", name, code, body)
 	}
@@ -329,16 +336,11 @@ tasks:
     env: {GREETING: 'hi {{params.who}}, {{ inputs.name }} x{{inputs.n}}'}
     command: 'printf "%s" "$GREETING"'
 `)
-	code, body := f.do("POST", "/workflows/greet/runs", `{"params": {"who": "bob"}}`)
-	if code != 201 {
-		t.Fatalf("trigger: %d %s", code, body)
-	}
-	var r struct{ ID string }
-	json.Unmarshal([]byte(body), &r)
-	if run := f.waitRun(r.ID); run.Status != "success" {
+	id := f.triggerWith("greet", `{"params": {"who": "bob"}}`)
+	if run := f.waitRun(id); run.Status != "success" {
 		t.Fatalf("run %s", run.Status)
 	}
-	if _, log := f.do("GET", "/runs/"+r.ID+"/tasks/say/logs", ""); log != "hi bob, ann x3" {
+	if _, log := f.do("GET", "/runs/"+id+"/tasks/say/logs", ""); log != "hi bob, ann x3" {
 		t.Fatalf("the task saw GREETING=%q, want %q", log, "hi bob, ann x3")
 	}
 }

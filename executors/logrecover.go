@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/orkwal/orkwal/wal"
 )
 
 // The log of an attempt a crash interrupted is completed at boot, before
@@ -333,12 +335,7 @@ func (r *recovery) syncDir() error {
 	if err := r.op("fsync folder"); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(r.path))
-	if err != nil {
-		return fmt.Errorf("fsync log folder: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := wal.SyncDir(filepath.Dir(r.path)); err != nil {
 		return fmt.Errorf("fsync log folder: %w", err)
 	}
 	return nil
