@@ -146,6 +146,7 @@ func (e *HTTP) Start(job Job, report func(Event)) (Handle, error) {
 		exec: e, job: job, spec: job.HTTP, target: target, ctx: ctx,
 		handle: h, report: report, log: log,
 	}
+	r.client = r.newClient()
 	go r.run()
 	return h, nil
 }
@@ -216,6 +217,7 @@ type httpRun struct {
 	handle *httpHandle
 	report func(Event)
 	log    httpLog
+	client *http.Client // the executor's, with the job's redirect rule: see newClient
 }
 
 // run performs the job and reports its Finished event, last.
@@ -324,7 +326,7 @@ func (r *httpRun) do(method string, u *url.URL, body []byte, timeout time.Durati
 		x.err = err
 		return x
 	}
-	resp, err := r.client().Do(req)
+	resp, err := r.client.Do(req)
 	if err != nil {
 		x.err = r.transportError(ctx, err, timeout)
 		return x
@@ -338,11 +340,11 @@ func (r *httpRun) do(method string, u *url.URL, body []byte, timeout time.Durati
 	return x
 }
 
-// client is the executor's client, except that a redirect to a host the
+// newClient is the executor's client, except that a redirect to a host the
 // job's headers may not go to (see headersMayGo) drops them: they may
 // hold credentials (an X-Api-Key), and net/http drops only Authorization
 // and cookies on its own.
-func (r *httpRun) client() *http.Client {
+func (r *httpRun) newClient() *http.Client {
 	c := *r.exec.client
 	next := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
