@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
@@ -16,6 +17,9 @@ type Config struct {
 	MaxConcurrent  int                           // attempts in flight at once; default 16
 	Executors      map[string]executors.Executor // by kind; default process + noop
 	Clock          Clock                         // default WallClock
+	// Rand draws uniformly from [0, 1) for the retry backoff's jitter
+	// (replay.MaxJitter); default math/rand/v2. Tests inject their own.
+	Rand func() float64
 	Logger         *slog.Logger                  // default slog.Default()
 	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
 	MaxOutputBytes int64                         // ORKWAL_OUTPUT cap; default 1 MiB
@@ -60,6 +64,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = WallClock
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
 	}
 	if c.KillGrace <= 0 {
 		c.KillGrace = 10 * time.Second

@@ -349,6 +349,9 @@ func (e *Engine) finishRecord(a *attempt, ev *executors.Event, now int64) *repla
 	case a.cancelled:
 		rec.Error = "cancelled"
 	}
+	if !ev.OK {
+		rec.Jitter = replay.MaxJitter * e.cfg.Rand()
+	}
 	return rec
 }
 

@@ -531,3 +531,33 @@ func TestRetryOfARunWithNothingToRetryIsRefused(t *testing.T) {
 		t.Fatalf("after the refused retry: run %s, want cancelled", got)
 	}
 }
+
+// TestRetryBackoffIsJittered: the engine draws the jitter of a failed
+// attempt's backoff from its random source and records it, so the retry
+// waits less than the bare backoff (here 10 s × (1 − 0.2 × 0.5)).
+func TestRetryBackoffIsJittered(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	clock := &fakeClock{}
+	e, err := Open(Config{DataDir: dir, MaxConcurrent: 4, Clock: clock, Logger: quiet,
+		Rand: func() float64 { return 0.5 }, Executors: map[string]executors.Executor{"process": m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	defer e.Close()
+	put(t, e, one("w", func(tk *workflow.Task) {
+		tk.Retries = 1
+		tk.RetryBackoff = &workflow.Backoff{Initial: 10 * time.Second, Max: time.Minute, Factor: 2}
+	}))
+	id := trigger(t, e, "w")
+	m.finish(m.next(), false)
+	waitFor(t, e, "failure recorded", func() bool { return taskView(e, id, "t").Failures == 1 })
+	tv := taskView(e, id, "t")
+	if tv.NotBefore == nil {
+		t.Fatalf("no not_before after a failure: %+v", tv)
+	}
+	if got, want := tv.NotBefore.Sub(clock.Now()), 9*time.Second; got != want {
+		t.Fatalf("retry waits %v, want %v (10s less 10%% jitter)", got, want)
+	}
+}

@@ -306,7 +306,7 @@ func (s *State) applyTaskFinished(r *TaskFinished) error {
 	case t.Run.CancelRequested:
 		s.cancel(t, r.At)
 	default:
-		s.attemptFailed(t, r.At)
+		s.attemptFailed(t, r.At, r.Jitter)
 	}
 	return nil
 }

@@ -30,9 +30,9 @@ func (s *State) succeed(t *Task, at int64) { s.end(t, Success, at) }
 func (s *State) fail(t *Task, at int64)    { s.end(t, Failed, at) }
 func (s *State) cancel(t *Task, at int64)  { s.end(t, Cancelled, at) }
 
-// attemptFailed retries t after its backoff while retries remain, and fails
-// it otherwise.
-func (s *State) attemptFailed(t *Task, at int64) {
+// attemptFailed retries t after its backoff, less the recorded jitter
+// fraction, while retries remain, and fails it otherwise.
+func (s *State) attemptFailed(t *Task, at int64, jitter float64) {
 	s.touch(t)
 	t.Failures++
 	spec := t.Spec()
@@ -45,7 +45,7 @@ func (s *State) attemptFailed(t *Task, at int64) {
 		backoff = *spec.RetryBackoff
 	}
 	t.Status, t.PID, t.StartTime = Pending, 0, 0
-	t.NotBefore = at + int64(backoff.Delay(t.Failures))
+	t.NotBefore = at + int64(backoff.Jittered(t.Failures, jitter))
 	s.ready.push(t)
 }
 

@@ -114,8 +114,16 @@ type TaskFinished struct {
 	ExitCode int    `msgpack:"exit,omitempty"`
 	Error    string `msgpack:"err,omitempty"`
 	Output   []byte `msgpack:"out,omitempty"` // a JSON value
-	At       int64  `msgpack:"at"`
+	// Jitter is the fraction, in [0, MaxJitter), taken off the retry
+	// backoff of a failed attempt: drawn by the engine, recorded so that
+	// Apply stays deterministic. Absent (0) in records of earlier versions.
+	Jitter float64 `msgpack:"jit,omitempty"`
+	At     int64   `msgpack:"at"`
 }
+
+// MaxJitter bounds TaskFinished.Jitter: a retry waits between 80% and 100%
+// of its backoff, so that boxes failing together do not retry in lockstep.
+const MaxJitter = 0.2
 
 // TaskInterrupted: the attempt ended without an outcome: found in flight at
 // boot (a crash), or stopped by a clean shutdown (Clean). The task goes back

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -411,5 +412,31 @@ func TestRerunWithNothingToReset(t *testing.T) {
 	m.apply(&RunCancelRequested{ID: "r", At: 6})
 	if run := m.s.Runs["r"]; run.Status != RunCancelled {
 		t.Fatalf("the earlier version's rerun, then a cancel: run %s, want cancelled", run.Status)
+	}
+}
+
+func TestRetryBackoffJitter(t *testing.T) {
+	for _, c := range []struct {
+		jitter float64
+		want   time.Duration
+	}{
+		{0, 10 * time.Second},
+		{0.1, 9 * time.Second},
+		{0.19, 8100 * time.Millisecond},
+		{-0.5, 10 * time.Second}, // out of range: a corrupt record's value is not trusted
+		{1, 10 * time.Second},
+		{math.NaN(), 10 * time.Second},
+	} {
+		a := task("a")
+		a.Retries = 1
+		a.RetryBackoff = &workflow.Backoff{Initial: 10 * time.Second, Max: time.Minute, Factor: 2}
+		m := newSim(t, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{a}}, "r")
+		ta := m.task("r", "a")
+		ref := TaskRef{Run: "r", Task: ta.Index}
+		m.apply(&TaskDispatched{TaskRef: ref, Attempt: 1, At: m.now})
+		m.apply(&TaskFinished{TaskRef: ref, Attempt: 1, Jitter: c.jitter, At: m.now})
+		if got := time.Duration(ta.NotBefore - m.now); got != c.want {
+			t.Errorf("jitter %v: backoff %v, want %v", c.jitter, got, c.want)
+		}
 	}
 }

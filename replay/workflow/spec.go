@@ -137,6 +137,16 @@ func (b Backoff) Delay(n int) time.Duration {
 	return time.Duration(min(d, float64(b.Max)))
 }
 
+// Jittered returns Delay(n) × (1 − jitter). A jitter outside [0, 1) (a
+// corrupt or hostile record) leaves the delay whole.
+func (b Backoff) Jittered(n int, jitter float64) time.Duration {
+	d := b.Delay(n)
+	if !(jitter > 0 && jitter < 1) {
+		return d
+	}
+	return time.Duration(float64(d) * (1 - jitter))
+}
+
 // Input is one named input: a constant, or a reference to an upstream
 // task's output (Ref "tasks.<name>.output" or a field path below it).
 type Input struct {
