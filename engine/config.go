@@ -13,19 +13,16 @@ import (
 // Config configures an Engine. NewConfig-style defaults are filled by
 // withDefaults; Validate rejects what cannot work.
 type Config struct {
-	DataDir       string
-	MaxConcurrent int                           // attempts in flight at once; default 16
-	Executors     map[string]executors.Executor // by kind; default process + noop
-	Clock         Clock                         // default WallClock
-	// Rand draws uniformly from [0, 1) for the retry backoff's jitter
-	// (replay.MaxJitter); default math/rand/v2. Tests inject their own.
-	Rand           func() float64
-	Logger         *slog.Logger  // default slog.Default()
-	KillGrace      time.Duration // SIGTERM → SIGKILL; default 10s
-	MaxOutputBytes int64         // ORKWAL_OUTPUT cap; default 1 MiB
-	MaxLogBytes    int64         // per attempt log cap (head + tail kept); default 10 MiB, negative = none
-	SegmentSize    int           // WAL segment bytes; default wal.DefaultSegmentSize
-	MaxBatch       int           // events per turn; default 4096
+	DataDir        string
+	MaxConcurrent  int                           // attempts in flight at once; default 16
+	Executors      map[string]executors.Executor // by kind; default process + noop
+	Clock          Clock                         // default WallClock
+	Logger         *slog.Logger                  // default slog.Default()
+	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
+	MaxOutputBytes int64                         // ORKWAL_OUTPUT cap; default 1 MiB
+	MaxLogBytes    int64                         // per attempt log cap (head + tail kept); default 10 MiB, negative = none
+	SegmentSize    int                           // WAL segment bytes; default wal.DefaultSegmentSize
+	MaxBatch       int                           // events per turn; default 4096
 	// RecoveryBackoff is the first wait before reopening the WAL after a
 	// disk-full failure; it doubles up to 30s. Default 1s.
 	RecoveryBackoff time.Duration
@@ -45,6 +42,9 @@ type Config struct {
 	// there. Also called with "begin", a notification, on the loop under its
 	// lock when a background compaction is decided (before its start).
 	CompactFault func(step string) error
+	// Rand draws uniformly from [0, 1) for the retry backoff's jitter
+	// (replay.MaxJitter); default math/rand/v2. Tests inject their own.
+	Rand func() float64
 }
 
 func (c Config) withDefaults() Config {
