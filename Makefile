@@ -19,7 +19,8 @@ test: ## run every test with the race detector (what CI runs)
 	$(GO) test -race -count=1 ./...
 
 fuzz: ## run each fuzz target for $(FUZZTIME)
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./replay/workflow/
+	for t in FuzzParse FuzzParseCron; do \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./replay/workflow/ || exit 1; done
 	for t in FuzzSegment FuzzRecordDecode FuzzApply; do \
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fuzz/ || exit 1; done
 	for t in FuzzTriggerBody FuzzWorkflowBody FuzzRequestTarget; do \

@@ -27,11 +27,20 @@ const anonymousFile = "workflow"
 //
 // Parse is deterministic: the same input gives the same Spec, with Tasks in
 // topological order, ties broken by the order of the tasks in the file.
-func Parse(filename string, data []byte) (*Spec, error) {
+func Parse(filename string, data []byte) (spec *Spec, err error) {
 	p := &parser{file: filename}
 	if filename == "" {
 		p.file = anonymousFile
-	} else {
+	}
+	// A panic inside a library the parser calls (the YAML decoder, the cron
+	// parser, each guarded on its own too) refuses the file: whatever a user
+	// hands the daemon, it never dies of it.
+	defer func() {
+		if r := recover(); r != nil {
+			spec, err = nil, &Error{File: p.file, Msg: fmt.Sprintf("internal error while parsing (please report it): %v", r)}
+		}
+	}()
+	if filename != "" {
 		dir, err := filepath.Abs(filepath.Dir(filename))
 		if err != nil {
 			return nil, &Error{File: p.file, Msg: fmt.Sprintf("resolving folder: %v", err), Err: err}

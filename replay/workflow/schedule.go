@@ -1,6 +1,9 @@
 package workflow
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 )
@@ -9,8 +12,32 @@ import (
 // CRON_TZ= or TZ= prefix.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseCron parses a schedule's cron expression.
-func ParseCron(expr string) (cron.Schedule, error) { return cronParser.Parse(expr) }
+// ParseCron parses a schedule's cron expression. It never panics: the cron
+// library indexes past the end of some inputs (a CRON_TZ= or TZ= prefix
+// with nothing after it), so those are refused first, and any other panic
+// inside the library is turned into an error.
+func ParseCron(expr string) (sched cron.Schedule, err error) {
+	if zone, ok := zoneOnly(expr); ok {
+		return nil, fmt.Errorf("time zone prefix %q has no schedule after it (write e.g. %q)", zone, zone+" 0 2 * * *")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("not a cron expression (%v)", r)
+		}
+	}()
+	return cronParser.Parse(expr)
+}
+
+// zoneOnly reports whether expr is a time zone prefix (CRON_TZ=... or
+// TZ=...) with no space after it, hence no fields: what the cron library
+// would panic on.
+func zoneOnly(expr string) (string, bool) {
+	s := strings.TrimSpace(expr)
+	if !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") {
+		return "", false
+	}
+	return s, !strings.ContainsAny(s, " \t")
+}
 
 // DefaultCatchup and DefaultOverlap are the policies of a schedule that
 // does not set them.
