@@ -519,3 +519,15 @@ func TestPythonOutputCap(t *testing.T) {
 		t.Errorf("Finished = %+v, want the output cap's error", fin)
 	}
 }
+
+// TestPythonEmptyInputType: Ork's way of declaring a function without
+// arguments, input_type: {} (an object type without fields), runs it. The
+// compiled object had no "fields" key and the runner failed with
+// KeyError: 'fields'.
+func TestPythonEmptyInputType(t *testing.T) {
+	t.Parallel()
+	job := newPythonJob(t, "naive", `{}`)
+	job.Python.InputType = json.RawMessage(`{}`)
+	job.Python.OutputType = json.RawMessage(`"datetime_notz"`)
+	expectOK(t, runPython(t, job), `"2024-01-02T03:04:05"`)
+}

@@ -268,9 +268,9 @@ class Mismatch(TaskError):
 
 def check_inputs(node, inputs, named):
     """Checks the keyword arguments against input_type (an object)."""
-    obj = resolve(node, named)
+    fields = resolve(node, named).get("fields") or {}  # {} has no fields
     for key in inputs:
-        if key not in obj["fields"]:
+        if key not in fields:
             raise Mismatch('input "%s": not declared in input_type' % key)
     check(node, inputs, [], named, "input")
 
@@ -295,7 +295,7 @@ def check(node, value, path, named, prefix, shown=None):
 
 
 def check_fields(node, value, path, named, prefix):
-    for name, field in sorted(node["fields"].items()):
+    for name, field in sorted((node.get("fields") or {}).items()):
         if name in value:
             check(field, value[name], path + [name], named, prefix)
         elif resolve(field, named)["kind"] not in ("optional", "any"):
