@@ -201,6 +201,10 @@ func TestBadRequestsAreClear4xx(t *testing.T) {
 		{"array", "POST", "/workflows/w/runs", `[]`, nil, 400, "request body"},
 		{"list param", "POST", "/workflows/w/runs", `{"params": {"a": [1]}}`, nil, 400, "params.a"},
 		{"null param", "POST", "/workflows/w/runs", `{"params": {"a": null}}`, nil, 400, "params.a"},
+		{"param not utf-8", "POST", "/workflows/w/runs", "{\"params\": {\"a\": \"caf\xe9\"}}", nil, 400, "params.a: the value is not valid UTF-8"},
+		{"param lone surrogate", "POST", "/workflows/w/runs", `{"params": {"a": "x\ud800y"}}`, nil, 400, "params.a: the value is not valid UTF-8"},
+		{"param low surrogate", "POST", "/workflows/w/runs", `{"params": {"a": "\uDC00"}}`, nil, 400, "params.a: the value is not valid UTF-8"},
+		{"param name not utf-8", "POST", "/workflows/w/runs", "{\"params\": {\"\xff\": \"x\"}}", nil, 400, "params: the name"},
 		{"empty workflow", "POST", "/workflows", "", nil, 400, ""},
 		{"binary workflow", "POST", "/workflows", "\x00\x01\x02", nil, 400, ""},
 	}
@@ -234,6 +238,16 @@ func TestBadRequestsAreClear4xx(t *testing.T) {
 	}
 	if after := f.walFrames(); after != before {
 		t.Fatalf("bad requests wrote %d WAL frames", after-before)
+	}
+}
+
+// TestParamsKeepValidUTF8: escapes that are valid UTF-8 (a surrogate
+// pair, an escaped U+FFFD, an escaped backslash before "ud800") are
+// accepted as written.
+func TestParamsKeepValidUTF8(t *testing.T) {
+	got, err := decodeTriggerBody([]byte(`{"params": {"p": "\ud83d\ude00", "r": "\ufffd", "b": "\\ud800", "e": "é"}}`))
+	if err != nil || got["p"] != "\U0001F600" || got["r"] != "\uFFFD" || got["b"] != `\ud800` || got["e"] != "é" {
+		t.Fatalf("%q %v", got, err)
 	}
 }
 

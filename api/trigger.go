@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/orkwal/orkwal/engine"
 )
@@ -106,7 +108,87 @@ func decodeTriggerBody(body []byte) (map[string]string, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: request body: more than one JSON value", engine.ErrInvalid)
 	}
+	if err := checkUTF8(body); err != nil {
+		return nil, err
+	}
 	return paramStrings(req.Params)
+}
+
+// checkUTF8 refuses a trigger body with text that is not valid UTF-8: raw
+// bytes that are not, or an escaped lone surrogate ("\ud800"), which
+// encoding/json would silently store as U+FFFD. It names the param.
+func checkUTF8(body []byte) error {
+	if !replaced(body) {
+		return nil
+	}
+	var req struct {
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &req) == nil {
+		for k, v := range req.Params {
+			if replaced(v) {
+				return fmt.Errorf("%w: params.%s: the value is not valid UTF-8", engine.ErrInvalid, k)
+			}
+		}
+		for k := range req.Params {
+			if strings.ContainsRune(k, utf8.RuneError) {
+				return fmt.Errorf("%w: params: the name %q is not valid UTF-8", engine.ErrInvalid, k)
+			}
+		}
+	}
+	return fmt.Errorf("%w: request body: not valid UTF-8", engine.ErrInvalid)
+}
+
+// replaced reports whether decoding the JSON text b would replace anything
+// with U+FFFD: bytes that are not UTF-8, or a \u escape of a surrogate
+// that is not half of a pair.
+func replaced(b []byte) bool {
+	if !utf8.Valid(b) {
+		return true
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // \", \\, \n...: skip the escaped byte
+			continue
+		}
+		r := hex4(b[i+2:])
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF: // a low half alone
+			return true
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo := hex4(b[min(i+8, len(b)):]); i+7 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return false
+}
+
+// hex4 decodes the 4 hex digits b starts with, or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return r
 }
 
 // paramStrings accepts strings, numbers and booleans as parameter values.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/orkwal/orkwal/executors"
@@ -128,7 +129,10 @@ func (e *Engine) TriggerIdempotent(name string, params map[string]string, trigge
 
 func mergeParams(spec *workflow.Spec, given map[string]string) (map[string]string, error) {
 	var unknown []string
-	for k := range given {
+	for k, v := range given {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return nil, fmt.Errorf("%w: params.%s: not valid UTF-8", ErrInvalid, strings.ToValidUTF8(k, "\uFFFD"))
+		}
 		if _, ok := spec.Params[k]; !ok {
 			unknown = append(unknown, k)
 		}

@@ -498,6 +498,9 @@ func TestBadCommandsWriteNothing(t *testing.T) {
 	if _, err := e.Trigger("diamond", map[string]string{"dya": "x"}, "test"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("unknown param: %v, want ErrInvalid", err)
 	}
+	if _, err := e.Trigger("diamond", map[string]string{"day": "caf\xe9"}, "test"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "params.day: not valid UTF-8") {
+		t.Errorf("a param that is not UTF-8: %v, want ErrInvalid naming it", err)
+	}
 	if err := e.DeleteWorkflow("nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("delete unknown: %v", err)
 	}
