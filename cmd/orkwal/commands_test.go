@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -548,5 +550,24 @@ func TestAddrHelpNamesHTTPS(t *testing.T) {
 		if !strings.Contains(s, "https:// URL") {
 			t.Errorf("no https:// in %q", s)
 		}
+	}
+}
+
+// TestRunThatCannotBindTouchesNothing: a daemon whose address was taken
+// created and locked its data folder (and replayed it) before failing to
+// listen. It binds first and leaves no trace.
+func TestRunThatCannotBindTouchesNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	_, errOut := mustCLI(t, exitFailure, "run", "--data", data, "--addr", ln.Addr().String())
+	if !strings.Contains(errOut, "listen:") {
+		t.Errorf("stderr %q, want the listen error", errOut)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("data folder after a failed bind: %v, want it absent", err)
 	}
 }

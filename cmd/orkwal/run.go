@@ -84,16 +84,19 @@ func runDaemon(c *cli.Context) error {
 	if err := checkLimits(c); err != nil {
 		return err
 	}
+	// Bind before the data folder is touched: a daemon that cannot listen
+	// (the port is taken, often by the daemon already running) must not
+	// create, lock or replay anything.
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return exitf(exitFailure, "listen: %v", err)
+	}
 	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), MaxConcurrent: c.Int("max-concurrent"),
 		Logger: logger, KillGrace: c.Duration("kill-grace"), CompactBytes: c.Int64("compact-bytes"),
 		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes")})
 	if err != nil {
+		ln.Close()
 		return exitf(exitFailure, "%v", err)
-	}
-	ln, err := net.Listen("tcp", c.String("addr"))
-	if err != nil {
-		eng.Close()
-		return exitf(exitFailure, "listen: %v", err)
 	}
 	// Tasks may call this daemon back (the http executor's ${env:ORKWAL_ADDR},
 	// with ${env:ORKWAL_TOKEN} when there is a token).
