@@ -56,7 +56,9 @@ type RunView struct {
 	CreatedAt   time.Time         `json:"created_at"`
 	StartedAt   *time.Time        `json:"started_at,omitempty"`
 	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
-	// CancelRequested: a cancel was accepted; attempts are being stopped.
+	// CancelRequested: a cancel was accepted and the run has not ended yet:
+	// its attempts are being stopped. False once the run has ended (its
+	// status is then final, whatever ended it).
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
 	Tasks           []TaskView `json:"tasks,omitempty"`
 }
@@ -127,7 +129,7 @@ func (e *Engine) viewSchedule(sc *replay.Schedule, spec *workflow.Schedule) *Sch
 func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 	v := RunView{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Status: string(r.Status),
 		Trigger: r.Trigger, ScheduledAt: tsp(r.ScheduledAt), Params: r.Params, CreatedAt: ts(r.CreatedAt),
-		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested}
+		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested && !r.Status.Finished()}
 	if withTasks {
 		g := newGate(e, e.cfg.Clock.Now().UnixNano())
 		v.Tasks = make([]TaskView, len(r.Tasks))

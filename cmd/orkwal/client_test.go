@@ -412,3 +412,28 @@ func TestSchedulePauseResume(t *testing.T) {
 	}
 	mustCLI(t, exitNotFound, "schedule", "pause", "--addr", url, "nope")
 }
+
+// TestCancelledRunIsFinal: a cancelled run showed "cancelled
+// (cancelling)" in show forever, and cancel_requested stayed true in the
+// API. Once the run has ended, its status is all there is.
+func TestCancelledRunIsFinal(t *testing.T) {
+	url := cliDaemon(t, executors.Noop{})
+	mustCLI(t, exitOK, "apply", "--addr", url, cliWriteFile(t, "w.yaml", "name: w\ntasks:\n  later: {executor: noop, delay: 1h}\n"))
+	out, _ := mustCLI(t, exitOK, "trigger", "--addr", url, "w")
+	id := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+	mustCLI(t, exitOK, "cancel", "--addr", url, id)
+	resp, err := http.Get(url + "/runs/" + id + "?wait=30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run engine.RunView
+	json.NewDecoder(resp.Body).Decode(&run)
+	resp.Body.Close()
+	if run.Status != "cancelled" || run.CancelRequested {
+		t.Fatalf("ended run: status %q, cancel_requested %v; want cancelled, false", run.Status, run.CancelRequested)
+	}
+	out, _ = mustCLI(t, exitOK, "show", "--addr", url, id)
+	if strings.Contains(out, "cancelling") || !strings.Contains(out, "cancelled") {
+		t.Fatalf("show of a cancelled run:\n%s", out)
+	}
+}
