@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
@@ -140,9 +139,7 @@ func (s *Server) followLog(w http.ResponseWriter, r *http.Request, runID, task s
 	}
 	waitFirst := attempt == 0 && view.Attempt == 0
 	if waitFirst {
-		// TODO(engine): a TaskView field saying the task fans out would
-		// spare this look at TaskLog's message.
-		if _, err := s.eng.TaskLog(runID, task, 0); err != nil && strings.Contains(err.Error(), "fans out") {
+		if _, err := s.eng.TaskLog(runID, task, 0); errors.Is(err, engine.ErrFansOut) {
 			s.fail(w, r, err)
 			return
 		}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
-	"github.com/orkwal/orkwal/wal"
 )
 
 // GET /metrics: the Prometheus text exposition format (version 0.0.4),
@@ -267,13 +266,13 @@ func writeEngineMetrics(w io.Writer, st engine.Stats) {
 	}
 }
 
-func writeHistogram(w io.Writer, name, help string, h *wal.Histogram) {
+func writeHistogram(w io.Writer, name, help string, h *engine.Histogram) {
 	family(w, name, "histogram", help)
 	cum, sum, count := h.Snapshot()
 	for i, c := range cum {
 		le := "+Inf"
-		if i < len(wal.LatencyBuckets) {
-			le = formatFloat(wal.LatencyBuckets[i])
+		if i < len(engine.LatencyBuckets) {
+			le = formatFloat(engine.LatencyBuckets[i])
 		}
 		sample(w, name+"_bucket", labels("le", le), float64(c))
 	}

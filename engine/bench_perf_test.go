@@ -355,7 +355,7 @@ func BenchmarkRecovery(b *testing.B) {
 		last := writeRecords(b, l, recs, 100)
 		l.Close()
 		snap := st.Snapshot(last)
-		path := snapshotPath(dir, last)
+		path := Layout(dir).Snapshot(last)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			b.Fatal(err)
 		}

@@ -40,13 +40,6 @@ import (
 // a .tmp snapshot is ignored and removed, a renamed snapshot is used, an
 // untruncated log only holds frames that replay skips.
 
-// Snapshot file names.
-const (
-	snapshotDir    = "snapshots"
-	snapshotPrefix = "snapshot-"
-	snapshotExt    = ".snap"
-)
-
 // snapshotStep is how many runs and tasks one step of a snapshot's copy
 // takes under the lock: about 0.5 ms of copying.
 const snapshotStep = 2048
@@ -68,15 +61,11 @@ type compactResult struct {
 	err    error
 }
 
-func snapshotPath(dataDir string, index uint64) string {
-	return filepath.Join(dataDir, snapshotDir, fmt.Sprintf("%s%020d%s", snapshotPrefix, index, snapshotExt))
-}
-
 // snapshotIndexes lists the snapshot files' indexes, newest first. It
 // changes nothing: it runs beside a compaction writing its .tmp file, and in
 // `orkwal wal verify`.
 func snapshotIndexes(dataDir string) ([]uint64, error) {
-	dir := filepath.Join(dataDir, snapshotDir)
+	dir := Layout(dataDir).Snapshots()
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -100,7 +89,7 @@ func snapshotIndexes(dataDir string) ([]uint64, error) {
 // rename. Boot only: at any other time a .tmp file may be a compaction in
 // progress.
 func removeStaleTmp(dataDir string) {
-	tmps, _ := filepath.Glob(filepath.Join(dataDir, snapshotDir, "*"+snapshotExt+".tmp"))
+	tmps, _ := filepath.Glob(filepath.Join(Layout(dataDir).Snapshots(), "*"+snapshotExt+".tmp"))
 	for _, p := range tmps {
 		os.Remove(p)
 	}
@@ -125,7 +114,7 @@ func LoadSnapshot(dataDir string, logger *slog.Logger) (*replay.State, uint64, e
 		return nil, 0, err
 	}
 	for _, idx := range idxs {
-		path := snapshotPath(dataDir, idx)
+		path := Layout(dataDir).Snapshot(idx)
 		st, err := readSnapshot(path)
 		if err != nil {
 			logger.Error("snapshot does not load; trying an older one, or the whole log", "file", path, "err", err)
@@ -232,7 +221,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 	// full disk above all) must neither keep them while the daemon runs nor
 	// go without the space they hold.
 	e.removePruned(pruned)
-	dir := filepath.Join(e.cfg.DataDir, snapshotDir)
+	dir := Layout(e.cfg.DataDir).Snapshots()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("engine: create %s: %w", dir, err)
 	}
@@ -246,7 +235,7 @@ func (e *Engine) writeSnapshot(snap *replay.Snapshot, prev uint64, pruned []stri
 	if err := e.compactFault("after-mkdir"); err != nil {
 		return err
 	}
-	path := snapshotPath(e.cfg.DataDir, snap.Index)
+	path := Layout(e.cfg.DataDir).Snapshot(snap.Index)
 	if err := e.writeSnapshotFile(path, snap); err != nil {
 		return err
 	}
@@ -314,10 +303,10 @@ func (e *Engine) removeOld(prev uint64) {
 	idxs, _ := snapshotIndexes(e.cfg.DataDir)
 	for _, idx := range idxs {
 		if idx < prev {
-			os.Remove(snapshotPath(e.cfg.DataDir, idx))
+			os.Remove(Layout(e.cfg.DataDir).Snapshot(idx))
 		}
 	}
-	wal.SyncDir(filepath.Join(e.cfg.DataDir, snapshotDir))
+	wal.SyncDir(Layout(e.cfg.DataDir).Snapshots())
 }
 
 // removePruned removes the logs/ and work/ folders of runs whose
@@ -325,8 +314,9 @@ func (e *Engine) removeOld(prev uint64) {
 // boot removes (sweepRunFolders).
 func (e *Engine) removePruned(pruned []string) {
 	for _, id := range pruned {
-		os.RemoveAll(filepath.Join(e.cfg.DataDir, "logs", id))
-		os.RemoveAll(filepath.Join(e.cfg.DataDir, "work", id))
+		for _, dir := range Layout(e.cfg.DataDir).RunFolders() {
+			os.RemoveAll(filepath.Join(dir, id))
+		}
 	}
 }
 

@@ -2,12 +2,13 @@ package engine
 
 import (
 	"errors"
-	"github.com/orkwal/orkwal/replay/workflow"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/orkwal/orkwal/replay/workflow"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/wal"
@@ -104,7 +105,7 @@ func TestCrashAtEveryCompactionStep(t *testing.T) {
 			if got, _ := e2.StateHash(); got != live {
 				t.Fatalf("crash %s: recovered state differs", step)
 			}
-			if tmp, _ := filepath.Glob(filepath.Join(dir, snapshotDir, "*.tmp")); len(tmp) != 0 {
+			if tmp, _ := filepath.Glob(filepath.Join(Layout(dir).Snapshots(), "*.tmp")); len(tmp) != 0 {
 				t.Fatalf("leftover %v", tmp)
 			}
 		})
@@ -131,7 +132,7 @@ func TestCorruptNewestSnapshotFallsBack(t *testing.T) {
 	if len(idxs) != 2 {
 		t.Fatalf("kept %d snapshots, want the newest two", len(idxs))
 	}
-	newest := snapshotPath(dir, idxs[0])
+	newest := Layout(dir).Snapshot(idxs[0])
 	data, _ := os.ReadFile(newest)
 	data[len(data)-1] ^= 0xff
 	os.WriteFile(newest, data, 0o644)
@@ -144,7 +145,7 @@ func TestCorruptNewestSnapshotFallsBack(t *testing.T) {
 
 	// Without any snapshot the truncated log has a gap: boot refuses.
 	for _, idx := range idxs {
-		os.Remove(snapshotPath(dir, idx))
+		os.Remove(Layout(dir).Snapshot(idx))
 	}
 	if _, err := Open(Config{DataDir: dir, Logger: quiet}); !errors.Is(err, wal.ErrCorrupt) {
 		t.Fatalf("boot with a gap between snapshot and log: %v, want refusal", err)
@@ -201,8 +202,8 @@ func TestMetricsLeaveACompactionInProgressAlone(t *testing.T) {
 	dir := t.TempDir()
 	e := openCompacting(t, dir, -1, 0)
 	defer e.Close()
-	os.MkdirAll(filepath.Join(dir, snapshotDir), 0o755)
-	tmp := snapshotPath(dir, 99) + ".tmp"
+	os.MkdirAll(Layout(dir).Snapshots(), 0o755)
+	tmp := Layout(dir).Snapshot(99) + ".tmp"
 	os.WriteFile(tmp, []byte("being written"), 0o644)
 	e.Stats()
 	if _, err := os.Stat(tmp); err != nil {
@@ -369,7 +370,7 @@ func TestFailedSnapshotRenameLeavesNoTmp(t *testing.T) {
 	// record runs_pruned first).
 	var in []string
 	for _, i := range []uint64{e.wal.LastIndex(), e.wal.LastIndex() + 1} {
-		in = append(in, snapshotPath(dir, i))
+		in = append(in, Layout(dir).Snapshot(i))
 		if err := os.MkdirAll(filepath.Join(in[len(in)-1], "x"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +378,7 @@ func TestFailedSnapshotRenameLeavesNoTmp(t *testing.T) {
 	if err := e.Compact(); err == nil || !strings.Contains(err.Error(), "rename snapshot") {
 		t.Fatalf("compact onto a folder: %v, want the rename's error", err)
 	}
-	if tmps, _ := filepath.Glob(filepath.Join(dir, snapshotDir, "*.tmp")); len(tmps) > 0 {
+	if tmps, _ := filepath.Glob(filepath.Join(Layout(dir).Snapshots(), "*.tmp")); len(tmps) > 0 {
 		t.Fatalf("a failed rename left %v", tmps)
 	}
 	for _, p := range in {

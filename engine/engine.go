@@ -206,7 +206,7 @@ func (e *Engine) recover() error {
 }
 
 func (e *Engine) openWAL() (*wal.Log, error) {
-	return wal.Open(filepath.Join(e.cfg.DataDir, "wal"),
+	return wal.Open(Layout(e.cfg.DataDir).WAL(),
 		wal.Options{SegmentSize: e.cfg.SegmentSize, PadStep: e.cfg.WALPadStep, Logger: e.log, Fault: e.cfg.WALFault})
 }
 
@@ -303,8 +303,8 @@ func (e *Engine) interruptInFlight() error {
 			e.killLeftover(t)
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, At: now})
-			scratch = append(scratch, scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
-			logs = append(logs, LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt))
+			scratch = append(scratch, Layout(e.cfg.DataDir).Scratch(run.ID, t.Key(), t.Attempt))
+			logs = append(logs, Layout(e.cfg.DataDir).AttemptLog(run.ID, t.Key(), t.Attempt))
 		}
 	}
 	if len(recs) == 0 {

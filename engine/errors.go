@@ -9,3 +9,7 @@ var (
 	ErrConflict    = errors.New("conflict")
 	ErrUnavailable = errors.New("unavailable")
 )
+
+// ErrFansOut marks a request for a fan-out task's log (a kind of
+// ErrNotFound): its logs are its instances'.
+var ErrFansOut = errors.New("fans out")

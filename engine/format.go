@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/orkwal/orkwal/wal"
@@ -19,7 +18,7 @@ const (
 
 // checkFormat writes the format file into a new data folder, or checks it.
 func checkFormat(dir string) error {
-	path := filepath.Join(dir, FormatFile)
+	path := Layout(dir).Format()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return writeFormat(dir, path)

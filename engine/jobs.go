@@ -3,27 +3,12 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
-	"strconv"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
-
-// LogPath is where an attempt's stdout and stderr go, inside the data folder.
-// task is the task's key within its run ("process" or "process[3]").
-func LogPath(dataDir, runID, task string, attempt int) string {
-	return filepath.Join(dataDir, "logs", runID, task, strconv.Itoa(attempt)+".log")
-}
-
-// scratchPath is the path prefix of an attempt's contract files (see
-// executors.Job.Scratch): in the run's folder, so that starting a task
-// creates files there and no folder.
-func scratchPath(dataDir, runID, task string, attempt int) string {
-	return filepath.Join(dataDir, "work", runID, task+"."+strconv.Itoa(attempt))
-}
 
 // taskInput is the JSON document a task reads from ORKWAL_INPUT.
 type taskInput struct {
@@ -76,8 +61,8 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		RunID: run.ID, TaskID: t.ID(), TaskName: t.Name, Workflow: run.Workflow,
 		Attempt: t.Attempt, ParallelIndex: t.Instance, ParallelCount: t.Count,
 		Command: spec.Command, Workdir: spec.Workdir,
-		LogPath:        LogPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
-		Scratch:        scratchPath(e.cfg.DataDir, run.ID, t.Key(), t.Attempt),
+		LogPath:        Layout(e.cfg.DataDir).AttemptLog(run.ID, t.Key(), t.Attempt),
+		Scratch:        Layout(e.cfg.DataDir).Scratch(run.ID, t.Key(), t.Attempt),
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
 		MaxLogBytes:    max(e.cfg.MaxLogBytes, 0),
 	}

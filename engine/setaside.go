@@ -17,7 +17,7 @@ func SnapshotIndexes(dataDir string) ([]uint64, error) { return snapshotIndexes(
 // whose cut at index K makes every snapshot at K or later describe entries
 // the log no longer holds. It returns the new path.
 func SetAsideSnapshot(dataDir string, index uint64, suffix string) (string, error) {
-	path := snapshotPath(dataDir, index)
+	path := Layout(dataDir).Snapshot(index)
 	kept := path + "." + suffix
 	if err := os.Rename(path, kept); err != nil {
 		return "", fmt.Errorf("engine: set aside snapshot: %w", err)

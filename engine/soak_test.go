@@ -78,7 +78,7 @@ func soak(tb testing.TB, runs, tasksPerRun int, report func(done int, size int64
 			}
 			size := dirSize(dir)
 			maxSize = max(maxSize, size)
-			snapMax = max(snapMax, largestFile(filepath.Join(dir, snapshotDir)))
+			snapMax = max(snapMax, largestFile(Layout(dir).Snapshots()))
 			if report != nil {
 				report((r+1)*tasksPerRun, size)
 			}
@@ -91,7 +91,7 @@ func soak(tb testing.TB, runs, tasksPerRun int, report func(done int, size int64
 	if e.spanMax < compact {
 		tb.Fatalf("%d bytes at most between compactions, under compact-bytes %d", e.spanMax, compact)
 	}
-	small := dirSize(dir) - dirSize(filepath.Join(dir, snapshotDir)) - dirSize(filepath.Join(dir, "wal"))
+	small := dirSize(dir) - dirSize(Layout(dir).Snapshots()) - dirSize(filepath.Join(dir, "wal"))
 	return maxSize, 3*snapMax + 2*e.spanMax + e.lagMax + 2*segment + e.entryMax + small
 }
 

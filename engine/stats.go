@@ -8,12 +8,20 @@ import (
 	"github.com/orkwal/orkwal/wal"
 )
 
+// Histogram is the latency histogram the engine and its WAL keep (the WAL
+// measures its own writes and fsyncs, and imports nothing of orkwal, so the
+// type lives there); the API reads it through the engine, its one door.
+type Histogram = wal.Histogram
+
+// LatencyBuckets are the upper bounds, in seconds, of a Histogram's buckets.
+var LatencyBuckets = wal.LatencyBuckets
+
 // Stats are the engine's metrics (GET /metrics exports them).
 type Stats struct {
-	DispatchLatency *wal.Histogram // from a task being due to its dispatch
-	TaskDuration    *wal.Histogram // from an attempt's start to its end
-	WALWrite        *wal.Histogram
-	WALSync         *wal.Histogram
+	DispatchLatency *Histogram // from a task being due to its dispatch
+	TaskDuration    *Histogram // from an attempt's start to its end
+	WALWrite        *Histogram
+	WALSync         *Histogram
 	WALBytes        int64
 	SnapshotBytes   int64
 	SnapshotIndex   uint64
@@ -45,7 +53,7 @@ func (e *Engine) Stats() Stats {
 	st.WALBytes, _ = e.wal.Size()
 	if idxs, _ := snapshotIndexes(dataDir); len(idxs) > 0 {
 		st.SnapshotIndex = idxs[0]
-		if fi, err := os.Stat(snapshotPath(dataDir, idxs[0])); err == nil {
+		if fi, err := os.Stat(Layout(dataDir).Snapshot(idxs[0])); err == nil {
 			st.SnapshotBytes = fi.Size()
 		}
 	}

@@ -15,8 +15,7 @@ import (
 // before the loop starts: a folder without a run in the recovered state
 // can then only be one of those.
 func (e *Engine) sweepRunFolders() {
-	for _, sub := range []string{"logs", "work"} {
-		dir := filepath.Join(e.cfg.DataDir, sub)
+	for _, dir := range Layout(e.cfg.DataDir).RunFolders() {
 		des, err := os.ReadDir(dir)
 		if err != nil {
 			continue // none yet

@@ -252,7 +252,7 @@ func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
 			continue
 		}
 		if t.IsNode() {
-			return "", fmt.Errorf("%w: %s fans out; its logs are per instance (%s[0], ...)", ErrNotFound, task, task)
+			return "", fmt.Errorf("%w: %s %w; its logs are per instance (%s[0], ...)", ErrNotFound, task, ErrFansOut, task)
 		}
 		if attempt == 0 {
 			attempt = t.Attempt
@@ -260,7 +260,7 @@ func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
 		if attempt < 1 || attempt > t.Attempt {
 			return "", fmt.Errorf("%w: task %s of run %s has no attempt %d (attempts so far: %d)", ErrNotFound, task, runID, attempt, t.Attempt)
 		}
-		return LogPath(e.cfg.DataDir, runID, task, attempt), nil
+		return Layout(e.cfg.DataDir).AttemptLog(runID, task, attempt), nil
 	}
 	return "", fmt.Errorf("%w: run %s has no task %q", ErrNotFound, runID, task)
 }

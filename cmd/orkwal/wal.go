@@ -37,7 +37,7 @@ func walCommand() *cli.Command {
 	}
 }
 
-func walDir(c *cli.Context) string { return filepath.Join(c.String("data"), "wal") }
+func walDir(c *cli.Context) string { return engine.Layout(c.String("data")).WAL() }
 
 // walVerify loads the newest valid snapshot and applies every record after
 // it, exactly as boot does, without changing anything.
