@@ -42,6 +42,10 @@ func (s *State) Apply(r Record) error {
 		return s.applySchedulePaused(r)
 	case *RunsPruned:
 		return s.applyRunsPruned(r)
+	case *AlertRaised:
+		return s.applyAlertRaised(r)
+	case *AlertDelivered:
+		return s.applyAlertDelivered(r)
 	}
 	return invalid("unknown record type %T", r)
 }
@@ -409,5 +413,6 @@ func (s *State) applyRunsPruned(r *RunsPruned) error {
 	}
 	s.RunList = kept
 	s.ready.compact()
+	s.trimAlerts(drop)
 	return nil
 }

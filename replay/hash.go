@@ -60,6 +60,7 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 				t.Output, t.DispatchedAt, t.StartedAt, t.FinishedAt, t.Deps)
 		}
 	}
+	vals = append(vals, s.copyAlerts())
 	for _, v := range vals {
 		if err := enc.Encode(v); err != nil {
 			return err

@@ -25,6 +25,8 @@ const (
 	KindCronFired       Kind = 10
 	KindSchedulePaused  Kind = 11
 	KindRunsPruned      Kind = 12
+	KindAlertRaised     Kind = 13
+	KindAlertDelivered  Kind = 14
 )
 
 var kindNames = map[Kind]string{
@@ -40,6 +42,8 @@ var kindNames = map[Kind]string{
 	KindCronFired:       "cron_fired",
 	KindSchedulePaused:  "schedule_paused",
 	KindRunsPruned:      "runs_pruned",
+	KindAlertRaised:     "alert_raised",
+	KindAlertDelivered:  "alert_delivered",
 }
 
 func (k Kind) String() string {
@@ -232,6 +236,10 @@ func newRecord(k Kind) (Record, error) {
 		return &SchedulePaused{}, nil
 	case KindRunsPruned:
 		return &RunsPruned{}, nil
+	case KindAlertRaised:
+		return &AlertRaised{}, nil
+	case KindAlertDelivered:
+		return &AlertDelivered{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

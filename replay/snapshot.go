@@ -46,6 +46,7 @@ type Snapshot struct {
 	Workflows  []SnapWorkflow
 	Schedules  []Schedule
 	Runs       []SnapRun
+	Alerts     []Alert `msgpack:",omitempty"` // in raise order; absent before issue 25
 
 	// copies are the runs as value copies, taken under the engine's lock
 	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
@@ -165,6 +166,7 @@ func (snap *Snapshot) copyWorkflows(s *State) {
 		sc.Fires = append([]Fire(nil), sc.Fires...)
 		snap.Schedules = append(snap.Schedules, sc)
 	}
+	snap.Alerts = s.copyAlerts()
 }
 
 // specOf returns spec's index in Specs, adding it at the end the first time.
@@ -357,6 +359,7 @@ func Restore(snap *Snapshot) (*State, error) {
 		s.RunList = append(s.RunList, run)
 		s.rebuild(run)
 	}
+	s.restoreAlerts(snap.Alerts)
 	return s, nil
 }
 

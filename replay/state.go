@@ -64,6 +64,8 @@ type State struct {
 	idem       map[string]*Run    // derived: idempotency key → run
 	activeRuns map[string]int     // derived: running runs per workflow
 
+	alerts alerts // raised alerts and their deliveries (alerts.go)
+
 	// Incremental snapshots (cow.go): the generation of the latest
 	// BeginSnapshot, and the snapshot being copied, if any.
 	snapGen uint32

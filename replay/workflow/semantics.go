@@ -318,6 +318,10 @@ func (p *parser) workflowKey(spec *Spec, e entry) (bool, error) {
 		spec.Python, err = p.str(e.val, e.path)
 	case "types":
 		spec.Types, err = p.types(e.val, e.path)
+	case "alerts":
+		spec.Alerts, err = p.alerts(e.val, e.path)
+	case "sla":
+		spec.SLA, err = p.duration(e.val, e.path)
 	default:
 		return p.scheduleKey(spec, e)
 	}

@@ -37,6 +37,12 @@ type Spec struct {
 	// Types are named types for python tasks' input_type/output_type, each
 	// a JSON type description (see executors/python_types.go).
 	Types map[string][]byte `msgpack:"types,omitempty" json:"types,omitempty"`
+	// Alerts are told about this workflow's runs (alerts.go); the daemon's
+	// default targets are told too.
+	Alerts []*Alert `msgpack:"alerts,omitempty" json:"alerts,omitempty"`
+	// SLA: a run still not finished this long after it was created raises
+	// one sla alert. 0 = none.
+	SLA time.Duration `msgpack:"sla,omitempty" json:"sla,omitempty"`
 }
 
 // Canonical is the spec's canonical encoding, the same for equal specs:
