@@ -6,19 +6,20 @@ FUZZTIME ?= 30s
 
 .PHONY: help build run test fuzz verify bench clean
 
-help: ## list the targets
+help: ## list the targets and the variables they use
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@echo "variables (make VAR=value target): GO=$(GO) BIN=$(BIN) DATA=$(DATA) FUZZTIME=$(FUZZTIME)"
 
 build: ## build a static binary into bin/orkwal
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/orkwal
 
-run: build ## run the daemon on examples/ (data folder: orkwal-data)
-	$(BIN) run --data $(DATA) --workflows examples
+run: build ## build, then exec the daemon on examples/ (data folder: DATA); stopping make stops it
+	exec $(BIN) run --data $(DATA) --workflows examples
 
 test: ## run every test with the race detector (what CI runs)
 	$(GO) test -race -count=1 ./...
 
-fuzz: ## run each fuzz target for $(FUZZTIME)
+fuzz: ## run each fuzz target for FUZZTIME
 	for t in FuzzParse FuzzParseCron; do \
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./replay/workflow/ || exit 1; done
 	for t in FuzzSegment FuzzRecordDecode FuzzApply; do \

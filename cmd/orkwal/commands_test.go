@@ -380,6 +380,23 @@ func TestIsTerminal(t *testing.T) {
 	if s := terminalSize(f); s.cols <= 0 || s.rows <= 0 {
 		t.Fatalf("size %+v", s)
 	}
+	// /dev/null is a character device, not a terminal.
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if isTerminal(null) {
+		t.Fatal("/dev/null is not a terminal")
+	}
+	_, tty := openPTY(t)
+	t.Setenv("TERM", "xterm")
+	if !isTerminal(tty) {
+		t.Fatal("a pty is a terminal")
+	}
+	if s := terminalSize(tty); s != (termSize{cols: 100, rows: 30}) {
+		t.Fatalf("pty size %+v, want 100x30", s)
+	}
 }
 
 func TestTriggerIdempotencyKey(t *testing.T) {

@@ -45,13 +45,18 @@ func main() {
 	}
 }
 
+func init() {
+	cli.VersionPrinter = func(c *cli.Context) { readBuildInfo().write(c.App.Writer) }
+}
+
 func newApp() *cli.App {
 	app := &cli.App{
 		Name:                 "orkwal",
 		Usage:                "a database-free workflow orchestrator",
 		EnableBashCompletion: true,
-		Commands:             append([]*cli.Command{runCommand(), walCommand()}, clientCommands()...),
+		Commands:             append([]*cli.Command{runCommand(), walCommand(), versionCommand()}, clientCommands()...),
 		Action:               commandGroup(true),
+		Version:              readBuildInfo().Version,
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
 			return &exitError{code: exitUsage, err: err}
 		},

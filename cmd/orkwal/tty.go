@@ -4,17 +4,20 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"golang.org/x/term"
 )
 
-// isTerminal reports whether w is a terminal (a character device), where
-// `trigger --wait` draws a live view rather than progress lines.
+// isTerminal reports whether w is a terminal, where `trigger --wait` and
+// `watch` draw a live view rather than progress lines. It asks the terminal
+// itself (golang.org/x/term): a character device is not enough, /dev/null
+// is one too.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // termSize is a terminal's size in character cells.
@@ -24,7 +27,7 @@ type termSize struct{ cols, rows int }
 // LINES, else assumes 80x24.
 func terminalSize(w io.Writer) termSize {
 	if f, ok := w.(*os.File); ok {
-		if cols, rows, ok := winsize(f); ok && cols > 0 && rows > 0 {
+		if cols, rows, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 && rows > 0 {
 			return termSize{cols, rows}
 		}
 	}
