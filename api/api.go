@@ -40,10 +40,14 @@ type Server struct {
 	trigger  TriggerFunc
 	metrics  *metrics
 
-	followers    chan struct{} // a slot per log follower in flight
-	maxFollowers int
-	quit         chan struct{} // closed by StopStreams
-	quitOnce     sync.Once
+	followers      chan struct{} // a slot per log follower in flight
+	maxFollowers   int
+	subscribers    chan struct{} // a slot per /events stream
+	maxSubscribers int
+	heartbeat      time.Duration // of /events streams
+
+	quit     chan struct{} // closed by StopStreams
+	quitOnce sync.Once
 }
 
 // Option configures a Server.
@@ -84,12 +88,13 @@ func New(eng *engine.Engine, logger *slog.Logger, opts ...Option) *Server {
 		logger = slog.Default()
 	}
 	s := &Server{eng: eng, log: logger, mux: http.NewServeMux(), routes: map[string]bool{},
-		maxFollowers: DefaultMaxFollowers, quit: make(chan struct{}), browser: newBrowserGuard()}
+		maxFollowers: DefaultMaxFollowers, maxSubscribers: DefaultMaxSubscribers, heartbeat: defaultHeartbeat, quit: make(chan struct{}), browser: newBrowserGuard()}
 	s.trigger = engineTrigger(eng)
 	for _, o := range opts {
 		o(s)
 	}
 	s.followers = make(chan struct{}, s.maxFollowers)
+	s.subscribers = make(chan struct{}, s.maxSubscribers)
 	s.metrics = newMetrics()
 	s.register()
 	return s
@@ -131,6 +136,7 @@ func (s *Server) register() {
 	s.handle("POST /runs/{id}/retry", s.retryRun)
 	s.handle("GET /runs/{id}/tasks", s.listTasks)
 	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
+	s.handle("GET /events", s.streamEvents, "run", "workflow")
 }
 
 // Routes lists the registered method and path patterns ("GET /runs/{id}").

@@ -30,10 +30,16 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, opts ...Option) *fixture {
+	return newFixtureConfig(t, engine.Config{}, opts...)
+}
+
+// newFixtureConfig is newFixture with some of the engine's settings.
+func newFixtureConfig(t *testing.T, cfg engine.Config, opts ...Option) *fixture {
 	dir := t.TempDir()
-	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, KillGrace: time.Second,
-		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{},
-			"http": executors.NewHTTP(executors.HTTPConfig{})}})
+	cfg.DataDir, cfg.Logger, cfg.KillGrace = dir, quiet, time.Second
+	cfg.Executors = map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{},
+		"http": executors.NewHTTP(executors.HTTPConfig{})}
+	eng, err := engine.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,8 @@ type Engine struct {
 
 	poison atomic.Pointer[error] // set once the WAL failed: fail-stop
 
+	events broker // subscribers to committed events (see events.go)
+
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced after every commit
 
@@ -131,6 +133,7 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
+	e.events.last = e.wal.LastIndex()
 	return e, nil
 }
 
@@ -385,9 +388,11 @@ func (e *Engine) commit(recs []replay.Record) error {
 		}
 		payloads = append(payloads, p)
 	}
-	if _, err := e.wal.Append(payloads); err != nil {
+	index, err := e.wal.Append(payloads)
+	if err != nil {
 		return fmt.Errorf("engine: append boot records: %w", err)
 	}
+	e.publish(index, recs)
 	return nil
 }
 
@@ -411,6 +416,7 @@ func (e *Engine) Close() error {
 		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
+	e.closeEvents()
 	e.launcher.wait()      // no start or folder removal outlives Close
 	for e.copying != nil { // the loop left a snapshot's copy: complete it
 		e.copyStep()

@@ -39,6 +39,7 @@ type turnOutput struct {
 	scratch  []string   // scratch files (prefixes) of finished attempts, removed after commit
 	progress bool       // something was dispatched or decided
 	wake     int64      // earliest not_before seen in the future
+	index    uint64     // the WAL index the records were committed at
 }
 
 type pendingReply struct {
@@ -188,7 +189,11 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	}
 	if len(out.recs) > 0 {
 		c := e.launchAfter(out.starts)
-		c.close(e.append(out))
+		durable := e.append(out)
+		c.close(durable)
+		if durable {
+			e.publish(out.index, out.recs)
+		}
 		e.maybeCompact(now)
 	}
 	return out
@@ -422,6 +427,7 @@ func (e *Engine) append(out *turnOutput) bool {
 	if err == nil {
 		// What the log grew by, framing included (about 6% more than the
 		// records alone for a turn of one): --compact-bytes is disk.
+		out.index = index
 		n := wal.EntrySize(index, payloads)
 		e.logBytes += n
 		e.entryMax = max(e.entryMax, n)

@@ -230,7 +230,7 @@ func (w *walTail) fold(index uint64, recs [][]byte) error {
 		if err != nil {
 			return fmt.Errorf("WAL index %d record %d does not decode: %w", index, i, err)
 		}
-		if id := recordRun(r); id != "" {
+		if id := replay.RunOf(r); id != "" {
 			w.trail[id] = append(w.trail[id], fmt.Sprintf("%d:%s", index, r.Kind()))
 		}
 		switch r := r.(type) {
@@ -265,23 +265,4 @@ func (w *walTail) follow(stop <-chan struct{}) error {
 		case <-time.After(5 * time.Millisecond): // an external process's files: poll
 		}
 	}
-}
-
-// recordRun is the run a record is about, if it names one (diagnostics).
-func recordRun(r replay.Record) string {
-	switch r := r.(type) {
-	case *replay.RunCreated:
-		return r.ID
-	case *replay.CronFired:
-		return r.RunID
-	case *replay.TaskDispatched:
-		return r.Run
-	case *replay.TaskStarted:
-		return r.Run
-	case *replay.TaskFinished:
-		return r.Run
-	case *replay.TaskInterrupted:
-		return r.Run
-	}
-	return ""
 }

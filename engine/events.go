@@ -1,0 +1,400 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// Events: one Event per durable run, task or workflow transition, for GET
+// /events. An event's ID is its record's position in the log, "<WAL
+// index>.<position of the record in that entry>", so a client that lost
+// its connection asks for what follows an ID and gets it from the log
+// (EventsAfter), exactly as it was sent live: both are made by eventsOf
+// from the entry's records and the names the state holds for them.
+//
+// Live events are handed over by the loop after each commit (publish), to
+// subscribers' buffered channels, without ever waiting: a subscriber whose
+// buffer is full is dropped (its channel closed, Dropped set) and can
+// reconnect from its last ID. With no subscriber, a commit costs one
+// uncontended lock.
+
+// Event is one transition, as GET /events sends it.
+type Event struct {
+	ID       string    `json:"id"`
+	Type     string    `json:"type"` // the record's kind: run_created, task_finished, ...; run_finished
+	Run      string    `json:"run,omitempty"`
+	Workflow string    `json:"workflow,omitempty"`
+	Task     string    `json:"task,omitempty"` // the task's key in the run: "process" or "process[3]"
+	Attempt  int       `json:"attempt,omitempty"`
+	Status   string    `json:"status,omitempty"` // the task's (task events) or run's (run events) status it implies
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Paused   *bool     `json:"paused,omitempty"` // schedule_paused
+	At       time.Time `json:"at"`
+	Pos      EventPos  `json:"-"`
+}
+
+// EventPos is a position in the log: an entry's index and a record's
+// position in it; End marks the run_finished event that follows the
+// record that ended a run. The zero EventPos is before every event.
+type EventPos struct {
+	Index uint64
+	Pos   int
+	End   bool
+}
+
+// EntryEnd as a Pos is after every record of the entry: the ID "12" is
+// the end of entry 12 (a reset event's).
+const EntryEnd = math.MaxInt32
+
+// String is the position as an event ID: "12.3", "12.3.1" for End, "12"
+// for the end of entry 12.
+func (p EventPos) String() string {
+	if p.Pos == EntryEnd {
+		return strconv.FormatUint(p.Index, 10)
+	}
+	s := strconv.FormatUint(p.Index, 10) + "." + strconv.Itoa(p.Pos)
+	if p.End {
+		s += ".1"
+	}
+	return s
+}
+
+// Before reports whether p comes before q in the log.
+func (p EventPos) Before(q EventPos) bool {
+	if p.Index != q.Index {
+		return p.Index < q.Index
+	}
+	if p.Pos != q.Pos {
+		return p.Pos < q.Pos
+	}
+	return !p.End && q.End
+}
+
+// ParseEventPos reads an event ID ("12.3", "12.3.1" or "12").
+func ParseEventPos(s string) (EventPos, error) {
+	bad := fmt.Errorf("event id %q: not an id of this server (<index>.<position>, e.g. 12.0)", s)
+	parts := strings.Split(s, ".")
+	if len(parts) == 1 {
+		index, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || strconv.FormatUint(index, 10) != s {
+			return EventPos{}, bad
+		}
+		return EventPos{Index: index, Pos: EntryEnd}, nil
+	}
+	if len(parts) > 3 || (len(parts) == 3 && parts[2] != "1") {
+		return EventPos{}, bad
+	}
+	index, err1 := strconv.ParseUint(parts[0], 10, 64)
+	pos, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || pos < 0 || strconv.Itoa(pos) != parts[1] {
+		return EventPos{}, bad
+	}
+	return EventPos{Index: index, Pos: pos, End: len(parts) == 3}, nil
+}
+
+// ErrEventsGone: the events after a position are no longer in the log
+// (compaction removed them), or the position is not one of this log's.
+var ErrEventsGone = errors.New("engine: events no longer in the log")
+
+// eventsOf turns one log entry's records into events, naming runs and
+// tasks from st (a run's workflow and its tasks' keys never change). A run
+// that ended in the entry, and is still ended as it did, gets a
+// run_finished event after the last of its records with the end's time.
+func eventsOf(st *replay.State, index uint64, recs []replay.Record, out []Event) []Event {
+	for i, r := range recs {
+		pos := EventPos{Index: index, Pos: i}
+		ev, ok := eventOf(st, r)
+		if !ok {
+			continue
+		}
+		ev.ID, ev.Pos = pos.String(), pos
+		out = append(out, ev)
+		if run := st.Runs[ev.Run]; run != nil && endsRun(run, recs[i+1:], ev) {
+			end := EventPos{Index: index, Pos: i, End: true}
+			out = append(out, Event{ID: end.String(), Pos: end, Type: "run_finished", Run: run.ID,
+				Workflow: run.Workflow, Status: string(run.Status), At: ts(run.FinishedAt)})
+		}
+	}
+	return out
+}
+
+// endsRun reports whether ev, made from a record of run, is the one that
+// ended it: the run is finished at ev's time and no later record of the
+// entry is about it.
+func endsRun(run *replay.Run, rest []replay.Record, ev Event) bool {
+	if !run.Status.Finished() || run.FinishedAt != ev.At.UnixNano() || ev.Type == "run_created" {
+		return false
+	}
+	for _, r := range rest {
+		if replay.RunOf(r) == run.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// eventOf is the event of one record, if it has one.
+func eventOf(st *replay.State, r replay.Record) (Event, bool) {
+	switch r := r.(type) {
+	case *replay.TaskDispatched:
+		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "dispatched", r.At), true
+	case *replay.TaskStarted:
+		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "running", r.At), true
+	case *replay.TaskFinished:
+		ev := taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "failed", r.At)
+		if r.OK {
+			ev.Status = "success"
+		}
+		code := r.ExitCode
+		ev.ExitCode, ev.Error = &code, r.Error
+		return ev, true
+	case *replay.TaskInterrupted:
+		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "interrupted", r.At), true
+	case *replay.RunCreated:
+		return runEvent(st, r.ID, r.Workflow, "run_created", "pending", r.At), true
+	case *replay.CronFired:
+		if r.RunID == "" {
+			return Event{}, false
+		}
+		return runEvent(st, r.RunID, r.Workflow, "run_created", "pending", r.At), true
+	case *replay.RunCancelRequested:
+		return runEvent(st, r.ID, "", r.Kind().String(), "cancelling", r.At), true
+	case *replay.RunRetried:
+		return runEvent(st, r.ID, "", r.Kind().String(), "pending", r.At), true
+	case *replay.WorkflowPut:
+		return Event{Type: r.Kind().String(), Workflow: r.Spec.Name, At: ts(r.At)}, true
+	case *replay.WorkflowDeleted:
+		return Event{Type: r.Kind().String(), Workflow: r.Name, At: ts(r.At)}, true
+	case *replay.SchedulePaused:
+		p := r.Paused
+		return Event{Type: r.Kind().String(), Workflow: r.Workflow, Paused: &p, At: ts(r.At)}, true
+	}
+	return Event{}, false
+}
+
+func taskEvent(st *replay.State, ref replay.TaskRef, k replay.Kind, attempt int, status string, at int64) Event {
+	ev := Event{Type: k.String(), Run: ref.Run, Attempt: attempt, Status: status, At: ts(at)}
+	if t, err := st.Task(ref); err == nil {
+		ev.Workflow, ev.Task = t.Run.Workflow, t.Key()
+	}
+	return ev
+}
+
+func runEvent(st *replay.State, id, wf, typ, status string, at int64) Event {
+	if run := st.Runs[id]; run != nil {
+		wf = run.Workflow
+	}
+	return Event{Type: typ, Run: id, Workflow: wf, Status: status, At: ts(at)}
+}
+
+// EventBatch is the events of one log entry. JSON encodes each once, for
+// every subscriber that sends them.
+type EventBatch struct {
+	Events []Event
+	once   sync.Once
+	json   [][]byte
+}
+
+// JSON returns each event's JSON encoding, made on the first call.
+func (b *EventBatch) JSON() [][]byte {
+	b.once.Do(func() {
+		b.json = make([][]byte, len(b.Events))
+		for i := range b.Events {
+			b.json[i], _ = json.Marshal(&b.Events[i]) // an Event always encodes
+		}
+	})
+	return b.json
+}
+
+// Subscription receives the events committed after From, a batch per log
+// entry, in order. C is closed when the subscription ends: Unsubscribe,
+// the engine stopping, or the subscriber falling behind (Dropped).
+type Subscription struct {
+	C    <-chan *EventBatch
+	From uint64 // the last entry committed before the subscription began
+
+	c       chan *EventBatch
+	dropped atomic.Bool
+}
+
+// Dropped reports whether the subscription ended because its buffer was
+// full. Read it after C is closed.
+func (s *Subscription) Dropped() bool { return s.dropped.Load() }
+
+// broker hands committed events to subscribers. mu guards everything; the
+// loop takes it once per commit.
+type broker struct {
+	mu      sync.Mutex
+	last    uint64 // the last entry published
+	subs    map[*Subscription]bool
+	dropped int64 // subscribers dropped for being slow, for metrics
+	closed  bool
+}
+
+// Subscribe starts receiving the events of every later commit; buf is how
+// many entries may wait unread before the subscriber is dropped.
+func (e *Engine) Subscribe(buf int) *Subscription {
+	b := &e.events
+	c := make(chan *EventBatch, max(buf, 1))
+	s := &Subscription{C: c, c: c}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.From = b.last
+	if b.closed {
+		close(c)
+		return s
+	}
+	if b.subs == nil {
+		b.subs = map[*Subscription]bool{}
+	}
+	b.subs[s] = true
+	return s
+}
+
+// Unsubscribe ends s (its channel is closed); it may be called more than once.
+func (e *Engine) Unsubscribe(s *Subscription) {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs[s] {
+		delete(b.subs, s)
+		close(s.c)
+	}
+}
+
+// publish hands the events of the entry just committed at index to every
+// subscriber, never waiting. Called on the loop (or at boot and recovery)
+// with the state's write lock held, after recs were applied.
+func (e *Engine) publish(index uint64, recs []replay.Record) {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = index
+	if len(b.subs) == 0 {
+		return
+	}
+	evs := eventsOf(e.state, index, recs, nil)
+	if len(evs) == 0 {
+		return
+	}
+	batch := &EventBatch{Events: evs}
+	for s := range b.subs {
+		select {
+		case s.c <- batch:
+		default: // slow: drop it, it reconnects from its last id
+			s.dropped.Store(true)
+			delete(b.subs, s)
+			close(s.c)
+			b.dropped++
+		}
+	}
+}
+
+// closeEvents ends every subscription: the engine stopped.
+func (e *Engine) closeEvents() {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		delete(b.subs, s)
+		close(s.c)
+	}
+}
+
+// EventSubscribers is how many subscriptions are open, and how many were
+// dropped for being slow since boot.
+func (e *Engine) EventSubscribers() (open int, dropped int64) {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs), b.dropped
+}
+
+// EventsAfter calls fn with the events after pos up to the entry upto
+// (included), read from the log, a batch per entry. It returns
+// ErrEventsGone when some of them are no longer in the log (compaction
+// removed them) or pos is past the log's end. The zero pos means from the
+// log's first entry, which must still be entry 1.
+func (e *Engine) EventsAfter(pos EventPos, upto uint64, fn func(*EventBatch) error) error {
+	dir := filepath.Join(e.cfg.DataDir, "wal")
+	first, err := wal.FirstIndexDir(dir)
+	if err != nil {
+		return fmt.Errorf("engine: events: %w", err)
+	}
+	from := pos.Index
+	if from == 0 || pos.Pos == EntryEnd {
+		from++
+	}
+	switch {
+	case pos.Index > upto:
+		return ErrEventsGone // not this log's
+	case from > upto:
+		return nil // nothing missed
+	case first > from:
+		return ErrEventsGone
+	}
+	err = wal.ReplayDir(dir, from, func(index uint64, payloads [][]byte) error {
+		if index > upto {
+			return errEventsDone
+		}
+		recs := make([]replay.Record, 0, len(payloads))
+		for i, p := range payloads {
+			r, err := replay.Decode(p)
+			if err != nil {
+				return fmt.Errorf("engine: events: entry %d record %d: %w", index, i, err)
+			}
+			recs = append(recs, r)
+		}
+		e.mu.RLock()
+		evs := eventsOf(e.state, index, recs, nil)
+		e.mu.RUnlock()
+		evs = after(evs, pos)
+		if len(evs) > 0 {
+			if err := fn(&EventBatch{Events: evs}); err != nil {
+				return err
+			}
+		}
+		if index == upto {
+			return errEventsDone
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errEventsDone), err == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		return ErrEventsGone // a segment was removed while being read
+	}
+	var ce *wal.CorruptError
+	if errors.As(err, &ce) && ce.Index <= from {
+		return ErrEventsGone
+	}
+	return err
+}
+
+var errEventsDone = errors.New("events read")
+
+// after keeps the events of evs strictly after pos.
+func after(evs []Event, pos EventPos) []Event {
+	out := evs[:0]
+	for _, ev := range evs {
+		if pos.Before(ev.Pos) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
