@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -196,7 +195,7 @@ func TestEventsResetAfterCompaction(t *testing.T) {
 	first := s.until(id)[0]
 	pos, _ := engine.ParseEventPos(first.ID)
 	for i := 0; ; i++ { // until compaction has removed the first event's entry
-		if front, _ := wal.FirstIndexDir(filepath.Join(f.dir, "wal")); front > pos.Index {
+		if front, _ := wal.FirstIndexDir(engine.Layout(f.dir).WAL()); front > pos.Index {
 			break
 		}
 		if i == 50 {

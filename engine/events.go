@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -330,7 +329,7 @@ func (e *Engine) EventSubscribers() (open int, dropped int64) {
 // removed them) or pos is past the log's end. The zero pos means from the
 // log's first entry, which must still be entry 1.
 func (e *Engine) EventsAfter(pos EventPos, upto uint64, fn func(*EventBatch) error) error {
-	dir := filepath.Join(e.cfg.DataDir, "wal")
+	dir := Layout(e.cfg.DataDir).WAL()
 	first, err := wal.FirstIndexDir(dir)
 	if err != nil {
 		return fmt.Errorf("engine: events: %w", err)
