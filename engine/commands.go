@@ -33,10 +33,11 @@ func (e *Engine) PutWorkflow(spec *workflow.Spec, source string) (w WorkflowView
 }
 
 // validateExecutors checks what only the executors know: the type
-// descriptions of python tasks.
+// descriptions of the tasks (of every executor: Ork checks them when the
+// file loads).
 func validateExecutors(spec *workflow.Spec) error {
 	for _, t := range spec.Tasks {
-		if t.Executor != "python" {
+		if t.InputType == nil && t.OutputType == nil && t.Executor != "python" {
 			continue
 		}
 		job := pythonJob(&replay.Task{Run: &replay.Run{Spec: spec}, SpecIndex: indexOf(spec, t)})

@@ -106,7 +106,7 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 func pythonJob(t *replay.Task) *executors.PythonJob {
 	spec, wf := t.Spec(), t.Run.Spec
 	p := &executors.PythonJob{File: spec.File, Module: spec.Module, Function: spec.Function,
-		Interpreter: spec.Python, InputType: spec.InputType, OutputType: spec.OutputType}
+		Interpreter: spec.Python, InputType: spec.InputType, OutputType: spec.OutputType, CheckTypes: spec.CheckTypes}
 	if p.Interpreter == "" {
 		p.Interpreter = wf.Python
 	}

@@ -41,6 +41,10 @@ type PythonJob struct {
 	InputType  json.RawMessage
 	OutputType json.RawMessage
 	Types      map[string]json.RawMessage
+	// CheckTypes makes a value that does not match its type fail the
+	// task; otherwise the mismatch is a warning line in the task's log and
+	// the task goes on (Ork checks types only when the file loads).
+	CheckTypes bool
 }
 
 // Suffixes of the python executor's files, after Job.Scratch.
@@ -84,9 +88,10 @@ type PythonConfig struct {
 // value fails the task naming where it is. print() goes to the task log.
 //
 // An exception fails the task (exit 1): its traceback goes to the log and
-// Finished.Err is its last line ("ValueError: bad row"). Type mismatches,
-// import errors and a missing function fail it with a message such as
-// `input "count": expected int, got str`.
+// Finished.Err is its last line ("ValueError: bad row"). Import errors and
+// a missing function fail it with a message naming them; a type mismatch
+// (`input "count": expected int, got str`) fails it with CheckTypes, and
+// is otherwise a warning line in its log.
 //
 // Ork compatibility: Ork's file/module/function task fields, its type names
 // (str, int, float, bool, date, datetime_notz, datetime_tz, datetime_utc,
@@ -109,12 +114,13 @@ func NewPython(cfg PythonConfig) *Python {
 
 // runnerSpec is the file runner.py runs (pythonSpecSuffix).
 type runnerSpec struct {
-	File      string        `json:"file,omitempty"`
-	Module    string        `json:"module,omitempty"`
-	SysPath   []string      `json:"sys_path,omitempty"`
-	Function  string        `json:"function"`
-	ErrorFile string        `json:"error_file"`
-	Types     compiledTypes `json:"types"`
+	File       string        `json:"file,omitempty"`
+	Module     string        `json:"module,omitempty"`
+	SysPath    []string      `json:"sys_path,omitempty"`
+	Function   string        `json:"function"`
+	ErrorFile  string        `json:"error_file"`
+	Types      compiledTypes `json:"types"`
+	CheckTypes bool          `json:"check_types,omitempty"`
 }
 
 // Start checks job.Python, writes the runner's spec beside the scratch
@@ -205,7 +211,8 @@ func newRunnerSpec(py *PythonJob) (runnerSpec, error) {
 	if fn == "" {
 		fn = "main"
 	}
-	return runnerSpec{File: py.File, Module: py.Module, SysPath: py.SysPath, Function: fn, Types: types}, nil
+	return runnerSpec{File: py.File, Module: py.Module, SysPath: py.SysPath, Function: fn, Types: types,
+		CheckTypes: py.CheckTypes}, nil
 }
 
 // writeJSON writes v as JSON to path.

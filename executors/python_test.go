@@ -374,6 +374,7 @@ func TestPythonTypeChecks(t *testing.T) {
 			job := newPythonJob(t, function, tt.inputs)
 			job.Python.InputType = rawJSON(tt.inputType)
 			job.Python.OutputType = rawJSON(tt.outputType)
+			job.Python.CheckTypes = true
 			for name, expr := range tt.types {
 				if job.Python.Types == nil {
 					job.Python.Types = map[string]json.RawMessage{}
@@ -530,4 +531,27 @@ func TestPythonEmptyInputType(t *testing.T) {
 	job.Python.InputType = json.RawMessage(`{}`)
 	job.Python.OutputType = json.RawMessage(`"datetime_notz"`)
 	expectOK(t, runPython(t, job), `"2024-01-02T03:04:05"`)
+}
+
+// TestPythonTypeMismatchWarns: without CheckTypes (the default, as Ork
+// checks types only when the file loads), a value that does not match its
+// type leaves a warning line in the log and the task goes on.
+func TestPythonTypeMismatchWarns(t *testing.T) {
+	t.Parallel()
+	job := newPythonJob(t, "returns", `{"value": "x"}`)
+	job.Python.InputType = json.RawMessage(`{"value": "int"}`)
+	job.Python.OutputType = json.RawMessage(`{"total": "int"}`)
+	expectOK(t, runPython(t, job), `"x"`)
+	log, err := os.ReadFile(job.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`orkwal: warning: input "value": expected int, got str (types are enforced only with check_types: true)`,
+		`orkwal: warning: output: expected object, got str`,
+	} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
 }

@@ -5,14 +5,16 @@ Usage: python3 runner.py SPEC_JSON
 SPEC_JSON (written by the python executor) names the task:
   {"file": "/abs/tasks.py"} or {"module": "pkg.tasks", "sys_path": ["/wf"]},
   "function": "main", "error_file": "/scratch/error.txt",
-  "types": {"input": node|null, "output": node|null, "types": {name: node}}
+  "types": {"input": node|null, "output": node|null, "types": {name: node}},
+  "check_types": true|false
 where a node is a compiled type expression (python_types.go):
   {"kind": ..., "name": ..., "of": node, "fields": {name: node}, "ref": name}.
 
 The runner reads the task's input document from $ORKWAL_INPUT (or
 $ORK_INPUT), takes its "inputs" object as keyword arguments, checks them,
 imports the file or module, calls function(**inputs), checks the return
-value and writes it JSON-encoded to $ORKWAL_OUTPUT (datetime, date and time
+value (a type mismatch fails the task with check_types, and is otherwise a
+warning line on stderr) and writes it JSON-encoded to $ORKWAL_OUTPUT (datetime, date and time
 as ISO 8601). A None return writes nothing.
 
 On failure it exits 1 after writing one line (the exception's
@@ -74,16 +76,29 @@ def run(spec):
     """Checks the inputs, calls the function and writes its result."""
     types = spec.get("types") or {}
     named = types.get("types") or {}
+    strict = spec.get("check_types")
     inputs = read_inputs()
     if types.get("input"):
-        check_inputs(types["input"], inputs, named)
+        checked(strict, check_inputs, types["input"], inputs, named)
     fn = find_function(spec)
     result = fn(**inputs)
     value = jsonable(result, [])
     if types.get("output"):
-        check(types["output"], value, [], named, "output")
+        checked(strict, check, types["output"], value, [], named, "output")
     if value is not None:
         write_output(value)
+
+
+def checked(strict, check_fn, *args):
+    """Runs a type check: a mismatch fails the task with check_types, and
+    is otherwise a warning line in the task's log."""
+    try:
+        check_fn(*args)
+    except Mismatch as err:
+        if strict:
+            raise
+        sys.stdout.flush()
+        print("orkwal: warning: %s (types are enforced only with check_types: true)" % err, file=sys.stderr)
 
 
 def fail(spec, message, quiet=False):

@@ -134,8 +134,8 @@ func (p *parser) async(n *yaml.Node, path string) (*HTTPAsyncSpec, error) {
 // that.
 func (p *parser) checkExecutor(pt parsedTask, path string) error {
 	t := pt.task
-	if t.Executor != "python" && (t.File != "" || t.Module != "" || t.Function != "" || t.Python != "" || t.InputType != nil || t.OutputType != nil) {
-		return p.fail(pt.node, path, "file, module, function, python, input_type and output_type are for executor python")
+	if t.Executor != "python" && (t.File != "" || t.Module != "" || t.Function != "" || t.Python != "") {
+		return p.fail(pt.node, path, "file, module, function and python are for executor python")
 	}
 	if t.Executor != "http" && t.HTTP != nil {
 		return p.fail(pt.node, path, "method, url, headers, body, request_timeout and async are for executor http")

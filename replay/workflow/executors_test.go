@@ -22,6 +22,7 @@ tasks:
     function: f
     input_type: {n: int}
     output_type: {rows: "list[types.Row]"}
+    inputs: {n: {const: 1}}
   mod:
     executor: python
     module: pkg.mod
@@ -63,7 +64,7 @@ func TestParseExecutorErrors(t *testing.T) {
 		{"python without file or module", "{executor: python}", "tasks.t: executor python needs exactly one of file and module"},
 		{"python missing file", "{executor: python, file: nope.py}", "tasks.t.file: " + filepath.Join(dir, "nope.py") + ": no such file"},
 		{"python with command", "{executor: python, module: m, command: x}", "tasks.t.command: not allowed for executor python"},
-		{"file on process", "{command: x, file: a.py}", "tasks.t: file, module, function, python, input_type and output_type are for executor python"},
+		{"file on process", "{command: x, file: a.py}", "tasks.t: file, module, function and python are for executor python"},
 		{"http without url", "{executor: http, method: GET}", "tasks.t.url: required for executor http"},
 		{"url on process", "{command: x, url: http://x}", "are for executor http"},
 		{"unknown placeholder", "{executor: http, url: 'http://x/{{params.nope}}'}", "tasks.t.url: placeholder {{params.nope}}"},

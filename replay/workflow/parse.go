@@ -56,8 +56,9 @@ func Parse(filename string, data []byte) (spec *Spec, err error) {
 
 // parser carries what error messages and path resolution need.
 type parser struct {
-	file string // as shown in messages
-	dir  string // Spec.Dir
+	file         string // as shown in messages
+	dir          string // Spec.Dir
+	wfCheckTypes *bool  // the workflow's check_types, nil when absent
 }
 
 // fail builds the error for the node n at key path path.
@@ -198,6 +199,7 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.resolveCheckTypes(tasks)
 	if err := p.checkSemantics(spec, tasks); err != nil {
 		return nil, err
 	}
@@ -233,10 +235,11 @@ func (p *parser) params(n *yaml.Node, path string) (map[string]string, error) {
 
 // parsedTask is a task with the YAML nodes later checks point at.
 type parsedTask struct {
-	task      *Task
-	node      *yaml.Node            // the task's mapping (or its key when the value is null)
-	dependsOn *yaml.Node            // the depends_on value, nil when absent
-	nodes     map[string]*yaml.Node // values of the semantics keys, for later checks
+	task       *Task
+	node       *yaml.Node            // the task's mapping (or its key when the value is null)
+	dependsOn  *yaml.Node            // the depends_on value, nil when absent
+	nodes      map[string]*yaml.Node // values of the semantics keys, for later checks
+	checkTypes *bool                 // the task's check_types, nil when absent
 }
 
 // tasks decodes the tasks mapping, in file order.

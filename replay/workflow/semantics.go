@@ -49,6 +49,8 @@ func (p *parser) taskKey(pt *parsedTask, e entry) (bool, error) {
 		t.Priority, err = p.intIn(e.val, e.path, -1_000_000, 1_000_000)
 	case "delay":
 		t.Delay, err = p.duration(e.val, e.path)
+	case "check_types":
+		pt.checkTypes, err = p.checkTypesKey(e)
 	default:
 		return p.executorKey(pt, e)
 	}
@@ -230,7 +232,7 @@ func (p *parser) checkSemantics(spec *Spec, tasks []parsedTask) error {
 			return err
 		}
 	}
-	return nil
+	return p.checkTypes(spec, tasks)
 }
 
 func (p *parser) checkTask(spec *Spec, pt parsedTask) error {
@@ -322,6 +324,8 @@ func (p *parser) workflowKey(spec *Spec, e entry) (bool, error) {
 		spec.Alerts, err = p.alerts(e.val, e.path)
 	case "sla":
 		spec.SLA, err = p.duration(e.val, e.path)
+	case "check_types":
+		p.wfCheckTypes, err = p.checkTypesKey(e)
 	default:
 		return p.scheduleKey(spec, e)
 	}

@@ -88,6 +88,12 @@ type Task struct {
 	Python     string `msgpack:"python,omitempty" json:"python,omitempty"`           // interpreter; "" = the workflow's, or python3
 	InputType  []byte `msgpack:"input_type,omitempty" json:"input_type,omitempty"`   // a JSON type description
 	OutputType []byte `msgpack:"output_type,omitempty" json:"output_type,omitempty"` // a JSON type description
+	// CheckTypes: the values are checked against InputType and OutputType
+	// while the task runs (python and library tasks), and a mismatch fails
+	// it; otherwise a mismatch is a warning line in the task's log. The
+	// task's check_types, or the workflow's; default false (Ork checks
+	// types only when the file loads).
+	CheckTypes bool `msgpack:"check_types,omitempty" json:"check_types,omitempty"`
 
 	// HTTP executor.
 	HTTP *HTTPSpec `msgpack:"http,omitempty" json:"http,omitempty"`
