@@ -105,6 +105,18 @@ type attempt struct {
 	cancelled    bool   // stopped because its run is being cancelled
 }
 
+// stopReason is why the engine stops the attempt, for its log's last
+// line: its failReason, a cancel, or the daemon's shutdown.
+func (a *attempt) stopReason() string {
+	switch {
+	case a.failReason != "":
+		return a.failReason
+	case a.cancelled:
+		return "cancelled"
+	}
+	return "attempt interrupted: the daemon stopped"
+}
+
 // Open locks the data folder, recovers the WAL, replays it into a fresh
 // state, and records every attempt that was in flight as interrupted (after
 // killing what is left of its process group). It does not start the loop.

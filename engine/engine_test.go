@@ -77,17 +77,18 @@ type manual struct {
 	jobs    chan executors.Job
 	mu      sync.Mutex
 	reports map[string]func(executors.Event)
+	stops   chan string // the reason of every Stop, when not nil
 }
 
 func newManual(t *testing.T, dataDir string) *manual {
 	return &manual{t: t, dataDir: dataDir, jobs: make(chan executors.Job, 1000), reports: map[string]func(executors.Event){}}
 }
 
-type nopHandle struct{ stop func() }
+type nopHandle struct{ stop func(reason string) }
 
-func (h nopHandle) Stop(time.Duration) {
+func (h nopHandle) Stop(_ time.Duration, reason string) {
 	if h.stop != nil {
-		h.stop()
+		h.stop(reason)
 	}
 }
 
@@ -98,7 +99,10 @@ func (m *manual) Start(job executors.Job, report func(executors.Event)) (executo
 	m.mu.Unlock()
 	report(executors.Event{Kind: executors.Started, TaskID: job.TaskID, Attempt: job.Attempt})
 	m.jobs <- job
-	return nopHandle{stop: func() {
+	return nopHandle{stop: func(reason string) {
+		if m.stops != nil {
+			m.stops <- reason
+		}
 		report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt, Err: "stopped"})
 	}}, nil
 }
@@ -173,7 +177,7 @@ type silentExec struct{ *manual }
 
 func (s *silentExec) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
 	s.jobs <- job
-	return nopHandle{stop: func() {
+	return nopHandle{stop: func(string) {
 		report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt, Err: "stopped"})
 	}}, nil
 }

@@ -126,10 +126,11 @@ func (c *commit) wait() bool {
 // started it and used by the loop to stop it: a stop asked before the
 // handle exists is kept and delivered as soon as it does.
 type execHandle struct {
-	mu    sync.Mutex
-	h     executors.Handle
-	stop  bool          // a stop was asked before the handle was set
-	grace time.Duration // of that stop
+	mu     sync.Mutex
+	h      executors.Handle
+	stop   bool          // a stop was asked before the handle was set
+	grace  time.Duration // of that stop
+	reason string        // of that stop
 }
 
 // set records the handle of the started work (once), delivering a stop
@@ -137,22 +138,23 @@ type execHandle struct {
 func (x *execHandle) set(h executors.Handle) {
 	x.mu.Lock()
 	x.h = h
-	stop, grace := x.stop, x.grace
+	stop, grace, reason := x.stop, x.grace, x.reason
 	x.mu.Unlock()
 	if stop {
-		h.Stop(grace)
+		h.Stop(grace, reason)
 	}
 }
 
-// Stop asks the work to stop: now if it has started, else once it has.
-func (x *execHandle) Stop(grace time.Duration) {
+// Stop asks the work to stop, for reason (which its log ends with): now
+// if it has started, else once it has.
+func (x *execHandle) Stop(grace time.Duration, reason string) {
 	x.mu.Lock()
 	h := x.h
-	if h == nil {
-		x.stop, x.grace = true, grace
+	if h == nil && !x.stop {
+		x.stop, x.grace, x.reason = true, grace, reason
 	}
 	x.mu.Unlock()
 	if h != nil {
-		h.Stop(grace)
+		h.Stop(grace, reason)
 	}
 }

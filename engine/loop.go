@@ -480,7 +480,7 @@ func (e *Engine) effects(out *turnOutput) {
 		r.cmd.reply <- r.res
 	}
 	for _, a := range out.stops {
-		a.exec.Stop(e.cfg.KillGrace)
+		a.exec.Stop(e.cfg.KillGrace, a.stopReason())
 	}
 	jobs := make([]func(), 0, len(out.scratch))
 	for _, prefix := range out.scratch {
@@ -540,7 +540,7 @@ func (e *Engine) beginShutdown() {
 	e.stopping = true
 	for _, a := range e.attempts {
 		a.stopped = true
-		a.exec.Stop(e.cfg.KillGrace)
+		a.exec.Stop(e.cfg.KillGrace, a.stopReason())
 	}
 }
 

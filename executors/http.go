@@ -199,10 +199,12 @@ func checkAsync(a *HTTPAsync) error {
 type httpHandle struct {
 	cancel  context.CancelFunc
 	stopped atomic.Bool
+	reason  atomic.Pointer[string] // of the first Stop
 }
 
 // Stop cancels what is in flight; the job then finishes as stopped.
-func (h *httpHandle) Stop(time.Duration) {
+func (h *httpHandle) Stop(_ time.Duration, reason string) {
+	h.reason.CompareAndSwap(nil, &reason)
 	h.stopped.Store(true)
 	h.cancel()
 }
@@ -231,6 +233,9 @@ func (r *httpRun) run() {
 	}
 	if err != nil && r.handle.stopped.Load() {
 		out, err = nil, errStopped
+		if reason := r.handle.reason.Load(); reason != nil {
+			r.log.note(stopNote(*reason, false, false))
+		}
 	}
 	if lerr := r.log.close(); lerr != nil {
 		r.exec.logger.Warn("task log incomplete", "task", r.job.TaskID, "attempt", r.job.Attempt, "log", r.job.LogPath, "err", lerr)

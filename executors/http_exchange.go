@@ -135,6 +135,13 @@ func (l httpLog) line(format string, args ...any) {
 	}
 }
 
+// note writes a line of orkwal's own, as is ("\n[orkwal: ...]\n").
+func (l httpLog) note(s string) {
+	if l.w != nil && s != "" {
+		io.WriteString(l.w, s)
+	}
+}
+
 // body writes a response body, ending it with a newline. It is written in
 // pieces of copyBufSize, so that a capped log whose file is still being
 // created keeps at most that much of it in memory (see cappedLog).

@@ -545,8 +545,8 @@ func TestHTTPStopDuringPolling(t *testing.T) {
 	if ev := nextEvent(t, events); ev.Kind != Heartbeat {
 		t.Fatalf("event = %+v, want a Heartbeat", ev)
 	}
-	h.Stop(time.Second)
-	h.Stop(0) // idempotent
+	h.Stop(time.Second, "heartbeat timeout (none for 1m0s)")
+	h.Stop(0, "stopped by the test") // idempotent: the first reason counts
 	for {
 		ev := nextEvent(t, events)
 		if ev.Kind == Heartbeat {
@@ -562,7 +562,10 @@ func TestHTTPStopDuringPolling(t *testing.T) {
 		t.Errorf("event after Finished: %+v", ev)
 	default:
 	}
-	h.Stop(0) // after the end: a no-op
+	h.Stop(0, "stopped by the test") // after the end: a no-op
+	if log := readLog(t, job); !strings.HasSuffix(log, "\n[orkwal: heartbeat timeout (none for 1m0s)]\n") {
+		t.Errorf("the log does not end with why it stopped:\n%s", log)
+	}
 }
 
 func TestHTTPStopDuringRequest(t *testing.T) {
@@ -576,7 +579,7 @@ func TestHTTPStopDuringRequest(t *testing.T) {
 	h, events := startHTTP(t, NewHTTP(HTTPConfig{}), job)
 	expectStartedHTTP(t, job, events)
 	<-rj.started // the request is in flight
-	h.Stop(0)
+	h.Stop(0, "stopped by the test")
 	if fin := expectFinished(t, job, events); fin.OK || fin.ExitCode != -1 || fin.Err != "stopped" {
 		t.Errorf("Finished = %+v, want stopped", fin)
 	}
@@ -609,7 +612,7 @@ func TestHTTPAsyncServerDisappears(t *testing.T) {
 			t.Fatal("no failed poll after the server closed")
 		}
 	}
-	h.Stop(0)
+	h.Stop(0, "stopped by the test")
 	var beats int
 	for {
 		ev := nextEvent(t, events)

@@ -499,13 +499,13 @@ func TestProcessLogCapExitCodeAndStop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.Stop(guard)
+		h.Stop(guard, "stopped by the test")
 		fin := expectFinished(t, job, events)
 		if fin.OK || fin.Err != "killed by signal: terminated" {
 			t.Errorf("Finished = %+v, want killed by SIGTERM", fin)
 		}
 		waitGone(t, grandchild, gcStart)
-		checkCappedLog(t, job.LogPath, "", []byte(fmt.Sprintf("grandchild %d\n", grandchild)), 1<<20)
+		checkCappedLog(t, job.LogPath, "", []byte(fmt.Sprintf("grandchild %d\n\n[orkwal: stopped by the test: SIGTERM]\n", grandchild)), 1<<20)
 	})
 }
 
@@ -669,7 +669,7 @@ func BenchmarkLogCapIdleMemory(b *testing.B) {
 				used := int64(after.HeapInuse+after.StackInuse) - int64(before.HeapInuse+before.StackInuse)
 				b.ReportMetric(float64(used)/tasks, "B/task")
 				for _, h := range handles {
-					h.Stop(time.Second)
+					h.Stop(time.Second, "stopped by the test")
 				}
 				for range tasks {
 					<-finished

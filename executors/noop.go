@@ -20,4 +20,4 @@ func (Noop) Start(job Job, report func(Event)) (Handle, error) {
 type noopHandle struct{}
 
 // Stop does nothing: the work is already over.
-func (noopHandle) Stop(time.Duration) {}
+func (noopHandle) Stop(time.Duration, string) {}

@@ -26,8 +26,8 @@ func TestNoopReportsStartedThenFinishedBeforeReturning(t *testing.T) {
 		finished.TaskID != "t1" || finished.Attempt != 2 {
 		t.Errorf("second event = %+v, want Finished OK for t1/2", finished)
 	}
-	h.Stop(time.Second)
-	h.Stop(0)
+	h.Stop(time.Second, "stopped by the test")
+	h.Stop(0, "stopped by the test")
 	if len(events) != 2 {
 		t.Errorf("Stop reported events: %+v", events[2:])
 	}

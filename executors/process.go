@@ -225,7 +225,7 @@ func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, started E
 	c.awaitExit()
 	h.markExited()
 	status, waitErr := c.reap()
-	fin.logIncomplete(out.finish())
+	fin.logIncomplete(out.finish(h.stopNote()))
 	report(finishEvent(fin, status, waitErr))
 }
 
@@ -456,13 +456,15 @@ type processHandle struct {
 	mu        sync.Mutex
 	exited    bool        // the leader exited (it may not be reaped yet)
 	stopping  bool        // Stop was called
+	reason    string      // of the first Stop
+	killed    bool        // the escalation sent SIGKILL
 	killTimer *time.Timer // SIGKILL escalation, armed by Stop
 }
 
 // Stop sends SIGTERM to the process group, then SIGKILL after grace (or the
 // configured default when grace <= 0) unless the leader has exited by then.
 // Only the first call has an effect; calls after the exit do nothing.
-func (h *processHandle) Stop(grace time.Duration) {
+func (h *processHandle) Stop(grace time.Duration, reason string) {
 	if grace <= 0 {
 		grace = h.defaultGrace
 	}
@@ -471,7 +473,7 @@ func (h *processHandle) Stop(grace time.Duration) {
 	if h.exited || h.stopping {
 		return
 	}
-	h.stopping = true
+	h.stopping, h.reason = true, reason
 	_ = signalGroup(h.pid, syscall.SIGTERM)
 	h.killTimer = time.AfterFunc(grace, h.kill)
 }
@@ -481,8 +483,37 @@ func (h *processHandle) kill() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.exited {
-		_ = signalGroup(h.pid, syscall.SIGKILL)
+		h.killed = signalGroup(h.pid, syscall.SIGKILL) == nil
 	}
+}
+
+// stopNote is the line the attempt's log ends with when Stop ended it: ""
+// when it was not stopped (or there is no handle).
+func (h *processHandle) stopNote() string {
+	if h == nil {
+		return ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.stopping {
+		return ""
+	}
+	return stopNote(h.reason, true, h.killed)
+}
+
+// stopNote is the line "[orkwal: REASON]" a stopped attempt's log ends
+// with; signalled: a process, sent SIGTERM (and SIGKILL when killed).
+func stopNote(reason string, signalled, killed bool) string {
+	if reason == "" {
+		reason = "stopped"
+	}
+	switch {
+	case killed:
+		reason += ": SIGTERM, then SIGKILL"
+	case signalled:
+		reason += ": SIGTERM"
+	}
+	return "\n[orkwal: " + reason + "]\n"
 }
 
 // markExited records that the leader exited, disarming the escalation. It is

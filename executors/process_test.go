@@ -398,14 +398,14 @@ func TestProcessStopKillsWholeGroup(t *testing.T) {
 		t.Fatalf("grandchild: %v", err)
 	}
 
-	h.Stop(guard) // the TERM is enough: no escalation expected
-	h.Stop(time.Millisecond)
+	h.Stop(guard, "stopped by the test") // the TERM is enough: no escalation expected
+	h.Stop(time.Millisecond, "stopped by the test")
 	fin := expectFinished(t, job, events)
 	if fin.OK || fin.ExitCode != -1 || fin.Err != "killed by signal: terminated" {
 		t.Errorf("Finished = %+v, want killed by SIGTERM", fin)
 	}
 	waitGone(t, grandchild, gcStart)
-	h.Stop(time.Millisecond) // after exit: a no-op
+	h.Stop(time.Millisecond, "stopped by the test") // after exit: a no-op
 }
 
 func TestProcessStopEscalatesToSIGKILL(t *testing.T) {
@@ -417,7 +417,7 @@ func TestProcessStopEscalatesToSIGKILL(t *testing.T) {
 
 	const grace = 200 * time.Millisecond
 	stopped := time.Now()
-	h.Stop(grace)
+	h.Stop(grace, "stopped by the test")
 	fin := expectFinished(t, job, events)
 	if elapsed := time.Since(stopped); elapsed < grace {
 		t.Errorf("finished %v after Stop, before the %v grace", elapsed, grace)
@@ -703,7 +703,7 @@ func TestProcessRunningHoldsNoThread(t *testing.T) {
 	}
 	after := osThreads(t)
 	for _, h := range handles {
-		h.Stop(time.Millisecond)
+		h.Stop(time.Millisecond, "stopped by the test")
 	}
 	for range n {
 		if ev := nextEvent(t, events); ev.Kind != Finished || ev.Err != "killed by signal: terminated" {
@@ -821,5 +821,42 @@ func TestPrepareFailureLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(job.Scratch + inputSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("input file after a failed Prepare: %v, want it removed", err)
+	}
+}
+
+// TestStopNoteEndsTheLog: an attempt the engine stopped ends its log with
+// why, and with the signals it took, capped (through the reactor) or not.
+func TestStopNoteEndsTheLog(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		capped bool
+		script string
+		want   string
+	}{
+		{"term", false, `echo ready; exec sleep 60`, "ready\n\n[orkwal: timeout after 30s: SIGTERM]\n"},
+		{"kill", false, `trap '' TERM; echo ready; sleep 60`, "ready\n\n[orkwal: timeout after 30s: SIGTERM, then SIGKILL]\n"},
+		{"capped term", true, `echo ready; exec sleep 60`, "ready\n\n[orkwal: cancelled: SIGTERM]\n"},
+		{"capped kill", true, `trap '' TERM; echo ready; sleep 60`, "ready\n\n[orkwal: cancelled: SIGTERM, then SIGKILL]\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			job := newTestJob(t, "sh", "-c", c.script)
+			if c.capped {
+				job.MaxLogBytes = 1 << 20
+			}
+			h, events := startJob(t, job)
+			expectStarted(t, job, events)
+			waitForLogLine(t, job, "ready")
+			reason := "timeout after 30s"
+			if c.capped {
+				reason = "cancelled"
+			}
+			h.Stop(100*time.Millisecond, reason)
+			expectFinished(t, job, events)
+			if got := readLog(t, job); got != c.want {
+				t.Fatalf("log %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -445,7 +445,7 @@ func TestPythonStop(t *testing.T) {
 	h, events := startPython(t, newTestPython(t), job)
 	expectStarted(t, job, events)
 	waitForLogLine(t, job, "ready")
-	h.Stop(guard)
+	h.Stop(guard, "stopped by the test")
 	fin := expectFinished(t, job, events)
 	if fin.OK || fin.ExitCode != -1 || fin.Err != "killed by signal: terminated" {
 		t.Errorf("Finished = %+v, want killed by SIGTERM", fin)

@@ -367,8 +367,14 @@ func (r *reactor) expire(now time.Time) {
 func (r *reactor) finish(p *proc) {
 	p.done = true
 	go func() {
+		note := p.h.stopNote()
 		if p.capped != nil {
+			if note != "" {
+				p.capped.Write([]byte(note))
+			}
 			p.fin.logIncomplete(p.capped.finish())
+		} else {
+			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
 		ev := finishEvent(p.fin, p.status, p.waitErr)
 		p.started.Lock() // Started was reported

@@ -80,7 +80,7 @@ func TestProcessRunningHoldsNoGoroutine(t *testing.T) {
 			}
 			defer func() {
 				for _, h := range handles {
-					h.Stop(time.Millisecond)
+					h.Stop(time.Millisecond, "stopped by the test")
 				}
 				for range n {
 					if ev := nextEvent(t, events); ev.Kind != Finished || ev.Err != "killed by signal: terminated" {

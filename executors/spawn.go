@@ -169,11 +169,12 @@ func reapPID(pid int) (syscall.WaitStatus, error) {
 // device), the log file itself (no cap: the child writes it), or a pipe
 // copied into a cappedLog, by the reactor or by a goroutine of its own.
 type taskOutput struct {
-	child  *os.File // the child's end; nil = the null device
-	pipeFD int      // capped: the read end (non-blocking); -1 = none
-	pipe   *os.File // capped, without the reactor: pipeFD in the runtime's poller
-	capped *cappedLog
-	copied chan struct{} // capped, without the reactor: closed when the copier returned
+	child   *os.File // the child's end; nil = the null device
+	pipeFD  int      // capped: the read end (non-blocking); -1 = none
+	pipe    *os.File // capped, without the reactor: pipeFD in the runtime's poller
+	capped  *cappedLog
+	copied  chan struct{} // capped, without the reactor: closed when the copier returned
+	logPath string        // uncapped: the log the child writes to itself
 }
 
 // openOutput prepares job's output: see taskOutput.
@@ -186,7 +187,7 @@ func openOutput(job Job) (*taskOutput, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &taskOutput{child: f, pipeFD: -1}, nil
+		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath}, nil
 	}
 	capped, err := newCappedLog(job.LogPath, job.MaxLogBytes)
 	if err != nil {
@@ -243,13 +244,31 @@ func (o *taskOutput) abort() {
 	}
 }
 
+// appendNote appends note to an uncapped log, which the child wrote to
+// itself (nothing when either is empty).
+func appendNote(path, note string) error {
+	if path == "" || note == "" {
+		return nil
+	}
+	f, err := openLog(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(note); err != nil {
+		f.Close()
+		return fmt.Errorf("write log: %w", err)
+	}
+	return f.Close()
+}
+
 // finish completes the log once the leader has exited (the way without
 // the reactor): it waits for the copier to reach the end of the pipe, at
 // most logDrainDelay (other members of the group may hold the pipe open),
-// then closes the pipe and completes the capped log.
-func (o *taskOutput) finish() error {
+// then closes the pipe and completes the capped log, ending it with note
+// (see processHandle.stopNote).
+func (o *taskOutput) finish(note string) error {
 	if o.capped == nil {
-		return nil
+		return appendNote(o.logPath, note)
 	}
 	timer := time.NewTimer(logDrainDelay)
 	select {
@@ -261,5 +280,8 @@ func (o *taskOutput) finish() error {
 	}
 	timer.Stop()
 	o.pipe.Close()
+	if note != "" {
+		o.capped.Write([]byte(note))
+	}
 	return o.capped.finish()
 }

@@ -112,7 +112,7 @@ type fakeHandle struct {
 	j *fakeJob
 }
 
-func (h fakeHandle) Stop(time.Duration) {
+func (h fakeHandle) Stop(time.Duration, string) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	h.j.stopped = true

@@ -44,7 +44,7 @@ type failingExec struct{}
 
 type failedHandle struct{}
 
-func (failedHandle) Stop(time.Duration) {}
+func (failedHandle) Stop(time.Duration, string) {}
 
 func (failingExec) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
 	now := time.Now()
