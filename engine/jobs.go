@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
@@ -90,6 +91,7 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 	spec := t.Spec()
 	if spec.Executor != "noop" { // noop never reads its input
 		job.Input = in.encode()
+		job.Ork = orkTask(spec, t.SpecIndex, in)
 	}
 	if job.Env, err = renderMap(spec.Env, in); err != nil {
 		return fmt.Errorf("env %w", err)
@@ -101,6 +103,25 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 		job.HTTP, err = httpJob(spec.HTTP, in)
 	}
 	return err
+}
+
+// orkTask is the attempt in Ork's terms: the variables Ork's tasks read.
+func orkTask(spec *workflow.Task, index int, in *taskInput) executors.OrkTask {
+	ork := executors.OrkTask{Inputs: appendRawMap(nil, in.Inputs), TaskIndex: index,
+		MaxRetries: spec.Retries, Timeout: spec.Timeout}
+	if spec.Executor == "process" {
+		ork.Command = commandText(spec.Command)
+	}
+	return ork
+}
+
+// commandText is a command as written: the string of `sh -c`, or the argv
+// joined by spaces.
+func commandText(argv []string) string {
+	if len(argv) == 3 && argv[0] == "sh" && argv[1] == "-c" {
+		return argv[2]
+	}
+	return strings.Join(argv, " ")
 }
 
 func pythonJob(t *replay.Task) *executors.PythonJob {

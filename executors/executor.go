@@ -74,11 +74,27 @@ type Job struct {
 	// still reads at most 16 MiB of a body).
 	MaxOutputBytes int64
 
+	// Ork is the attempt in Ork's terms, for the variables Ork's tasks
+	// read (see orkEnv).
+	Ork OrkTask
+
 	// Python is set for the python executor (see PythonJob); Command is then
 	// ignored: the executor builds it.
 	Python *PythonJob
 	// HTTP is set for the http executor (see HTTPJob).
 	HTTP *HTTPJob
+}
+
+// OrkTask is what Ork tells a task about itself beyond orkwal's contract:
+// its resolved inputs (ORK_INPUT_JSON) and the task's parameters, which
+// Ork gives every process-run task as environment variables of the same
+// names (task_index, max_retries, timeout_seconds, command).
+type OrkTask struct {
+	Inputs     []byte        // the resolved inputs, a JSON object; nil = {}
+	TaskIndex  int           // the task's position in its workflow
+	MaxRetries int           // retries after a failure
+	Timeout    time.Duration // 0 = none
+	Command    string        // a process task's command as written; "" = none
 }
 
 // EventKind says what an Event reports.

@@ -87,12 +87,13 @@ type cappedLog struct {
 	ring      *os.File // created on the first byte past the head
 	headLeft  int64    // head bytes still to write to the log
 	headSize  int64
-	tailSize  int64       // the ring's size, > 0
-	ringBytes int64       // bytes ever given to the ring (its write position)
-	ringBase  int64       // the log's length once its head was written
-	crash     *crashPoint // a test seam for the ring's writes; nil
-	err       error       // the first write error; output is dropped after it
-	done      bool        // finish was called
+	tailSize  int64        // the ring's size, > 0
+	ringBytes int64        // bytes ever given to the ring (its write position)
+	ringBase  int64        // the log's length once its head was written
+	crash     *crashPoint  // a test seam for the ring's writes; nil
+	lines     *outputLines // sees every byte of output, in order; nil = none
+	err       error        // the first write error; output is dropped after it
+	done      bool         // finish was called
 }
 
 // maxEarly bounds the output a cappedLog keeps in memory while its log
@@ -171,7 +172,13 @@ func (c *cappedLog) take(p []byte) {
 	if len(p) == 0 {
 		return // creates no log, and needs none
 	}
-	if c.err != nil || c.done {
+	if c.done {
+		return
+	}
+	if c.lines != nil {
+		c.lines.feed(p) // before the log: a log that failed still has its output line
+	}
+	if c.err != nil {
 		return
 	}
 	if c.log == nil {

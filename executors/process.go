@@ -167,7 +167,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		StartTime: startTime,
 	}
 	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes,
-		logPath: job.LogPath, logger: p.cfg.Logger}
+		logPath: job.LogPath, logger: p.cfg.Logger, out: out}
 	if p.watch(c, h, out, fin, started, report) {
 		return h, nil
 	}
@@ -347,8 +347,10 @@ func buildEnv(base []string, job Job, files attemptFiles) []string {
 	return env
 }
 
-// contractEnv returns the task-contract variables as KEY=VALUE, each under the
-// ORKWAL_ prefix and again under ORK_.
+// contractEnv returns the task-contract variables as KEY=VALUE: each under
+// the ORKWAL_ prefix, the same again under ORK_ but for INPUT and OUTPUT
+// (Ork has no such variables: its output is a line of stdout), then Ork's
+// own (orkEnv).
 func contractEnv(job Job, inputPath, outputPath string) []string {
 	vars := []struct{ suffix, value string }{
 		{"RUN_ID", job.RunID},
@@ -361,11 +363,40 @@ func contractEnv(job Job, inputPath, outputPath string) []string {
 		{"INPUT", inputPath},
 		{"OUTPUT", outputPath},
 	}
-	env := make([]string, 0, 2*len(vars))
-	for _, prefix := range []string{"ORKWAL_", "ORK_"} {
-		for _, v := range vars {
-			env = append(env, prefix+v.suffix+"="+v.value)
-		}
+	env := make([]string, 0, 2*len(vars)+10)
+	for _, v := range vars {
+		env = append(env, "ORKWAL_"+v.suffix+"="+v.value)
+	}
+	for _, v := range vars[:len(vars)-2] {
+		env = append(env, "ORK_"+v.suffix+"="+v.value)
+	}
+	return orkEnv(env, job)
+}
+
+// maxInputJSONEnv bounds ORK_INPUT_JSON: Linux refuses to start a program
+// with one variable longer than 128 KiB (MAX_ARG_STRLEN). Larger inputs
+// are read from ORKWAL_INPUT.
+const maxInputJSONEnv = 128<<10 - len("ORK_INPUT_JSON=") - 1
+
+// orkEnv appends the variables Ork gives a task: ORK_WORKFLOW_NAME,
+// ORK_INPUT_JSON (the resolved inputs), EXECUTION_ID (the attempt's
+// identity) and the task's parameters under their own names.
+func orkEnv(env []string, job Job) []string {
+	inputs := job.Ork.Inputs
+	if len(inputs) == 0 {
+		inputs = []byte("{}")
+	}
+	env = append(env, "ORK_WORKFLOW_NAME="+job.Workflow)
+	if len(inputs) <= maxInputJSONEnv {
+		env = append(env, "ORK_INPUT_JSON="+string(inputs))
+	}
+	env = append(env, "EXECUTION_ID="+job.TaskID+":"+strconv.Itoa(job.Attempt),
+		"task_index="+strconv.Itoa(job.Ork.TaskIndex), "task_name="+job.TaskName,
+		"workflow_name="+job.Workflow, "run_id="+job.RunID,
+		"max_retries="+strconv.Itoa(job.Ork.MaxRetries),
+		"timeout_seconds="+strconv.FormatInt(int64(job.Ork.Timeout/time.Second), 10))
+	if job.Ork.Command != "" {
+		env = append(env, "command="+job.Ork.Command)
 	}
 	return env
 }
@@ -379,6 +410,9 @@ func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event
 	code, exitReason := exitResult(status, waitErr)
 	ev.ExitCode = code
 	out, outErr := readOutput(fin.outputPath, fin.maxOutputBytes)
+	if out == nil && outErr == nil {
+		out, outErr = fin.orkOutput()
+	}
 	switch {
 	case exitReason != "":
 		ev.Err = exitReason
@@ -392,6 +426,20 @@ func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event
 	}
 	ev.At = time.Now()
 	return ev
+}
+
+// orkOutput is the value of the task's last ORK_OUTPUT:<json> line (see
+// outputLines), nil when it wrote none; called once its log is complete.
+func (f finishInfo) orkOutput() ([]byte, error) {
+	if f.out == nil || f.out.lines == nil {
+		return nil, nil
+	}
+	if f.out.fileFrom >= 0 {
+		if err := f.out.lines.feedFile(f.logPath, f.out.fileFrom); err != nil {
+			return nil, fmt.Errorf("read the log for %s: %w", orkOutputPrefix, err)
+		}
+	}
+	return f.out.lines.output()
 }
 
 // exitResult turns a wait status into an exit code (-1 when killed by a

@@ -187,6 +187,7 @@ func TestProcessContractEnv(t *testing.T) {
 	job.ParallelIndex = 2
 	job.ParallelCount = 4
 	job.Env = map[string]string{"ORK_WORKFLOW": "from-job", "TASK_VAR": "task value"}
+	job.Ork = OrkTask{Inputs: []byte(`{"a":1,"s":"x y"}`), TaskIndex: 2, MaxRetries: 3, Timeout: 90 * time.Second, Command: "echo hi"}
 
 	if fin := runJob(t, job); !fin.OK {
 		t.Fatalf("Finished = %+v", fin)
@@ -208,9 +209,15 @@ func TestProcessContractEnv(t *testing.T) {
 		want[prefix+"ATTEMPT"] = "3"
 		want[prefix+"PARALLEL_INDEX"] = "2"
 		want[prefix+"PARALLEL_COUNT"] = "4"
-		want[prefix+"INPUT"] = input
-		want[prefix+"OUTPUT"] = output
 	}
+	want["ORKWAL_INPUT"], want["ORKWAL_OUTPUT"] = input, output
+	want["ORK_INPUT"], want["ORK_OUTPUT"] = "", "" // Ork has none: its output is a line of stdout
+	// Ork's own variables, and its task parameters under their names.
+	want["ORK_WORKFLOW_NAME"] = "wf"
+	want["ORK_INPUT_JSON"] = `{"a":1,"s":"x y"}`
+	want["EXECUTION_ID"] = job.TaskID + ":3"
+	want["task_index"], want["task_name"], want["workflow_name"], want["run_id"] = "2", "build", "wf", "run-1"
+	want["max_retries"], want["timeout_seconds"], want["command"] = "3", "90", "echo hi"
 	want["ORK_WORKFLOW"] = "from-job" // job.Env wins
 	for k, v := range want {
 		if got[k] != v {
@@ -239,7 +246,8 @@ func TestContractEnv(t *testing.T) {
 				"ORKWAL_INPUT=/s/input.json", "ORKWAL_OUTPUT=/s/output.json",
 				"ORK_RUN_ID=r", "ORK_TASK_ID=t", "ORK_TASK_NAME=n", "ORK_WORKFLOW=w",
 				"ORK_ATTEMPT=1", "ORK_PARALLEL_INDEX=0", "ORK_PARALLEL_COUNT=1",
-				"ORK_INPUT=/s/input.json", "ORK_OUTPUT=/s/output.json",
+				"ORK_WORKFLOW_NAME=w", "ORK_INPUT_JSON={}", "EXECUTION_ID=t:1",
+				"task_index=0", "task_name=n", "workflow_name=w", "run_id=r", "max_retries=0", "timeout_seconds=0",
 			},
 		},
 		{
@@ -252,7 +260,8 @@ func TestContractEnv(t *testing.T) {
 				"ORKWAL_INPUT=/s/input.json", "ORKWAL_OUTPUT=/s/output.json",
 				"ORK_RUN_ID=run 2", "ORK_TASK_ID=t[12]", "ORK_TASK_NAME=shard", "ORK_WORKFLOW=etl",
 				"ORK_ATTEMPT=10", "ORK_PARALLEL_INDEX=12", "ORK_PARALLEL_COUNT=40",
-				"ORK_INPUT=/s/input.json", "ORK_OUTPUT=/s/output.json",
+				"ORK_WORKFLOW_NAME=etl", "ORK_INPUT_JSON={}", "EXECUTION_ID=t[12]:10",
+				"task_index=0", "task_name=shard", "workflow_name=etl", "run_id=run 2", "max_retries=0", "timeout_seconds=0",
 			},
 		},
 	}

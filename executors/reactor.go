@@ -95,6 +95,7 @@ type finishInfo struct {
 	logger         *slog.Logger
 	outputPath     string
 	maxOutputBytes int64
+	out            *taskOutput // its ORK_OUTPUT line, once the log is complete
 }
 
 // theReactor is the process-wide reactor, started on first use; nil (with

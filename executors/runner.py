@@ -10,12 +10,12 @@ SPEC_JSON (written by the python executor) names the task:
 where a node is a compiled type expression (python_types.go):
   {"kind": ..., "name": ..., "of": node, "fields": {name: node}, "ref": name}.
 
-The runner reads the task's input document from $ORKWAL_INPUT (or
-$ORK_INPUT), takes its "inputs" object as keyword arguments, checks them,
-imports the file or module, calls function(**inputs), checks the return
-value (a type mismatch fails the task with check_types, and is otherwise a
-warning line on stderr) and writes it JSON-encoded to $ORKWAL_OUTPUT (datetime, date and time
-as ISO 8601). A None return writes nothing.
+The runner reads the task's input document from $ORKWAL_INPUT, takes its
+"inputs" object as keyword arguments, checks them, imports the file or
+module, calls function(**inputs), checks the return value (a type
+mismatch fails the task with check_types, and is otherwise a warning line
+on stderr) and writes it JSON-encoded to $ORKWAL_OUTPUT (datetime, date and
+time as ISO 8601). A None return writes nothing.
 
 On failure it exits 1 after writing one line (the exception's
 "Type: message", or the runner's own reason) to error_file; an exception's
@@ -142,7 +142,7 @@ def read_json(path, what):
 
 def read_inputs():
     """The "inputs" object of the input document: the keyword arguments."""
-    path = os.environ.get("ORKWAL_INPUT") or os.environ.get("ORK_INPUT")
+    path = os.environ.get("ORKWAL_INPUT")
     if not path:
         raise TaskError("ORKWAL_INPUT is not set")
     doc = read_json(path, "input")
@@ -155,7 +155,7 @@ def read_inputs():
 
 
 def write_output(value):
-    path = os.environ.get("ORKWAL_OUTPUT") or os.environ.get("ORK_OUTPUT")
+    path = os.environ.get("ORKWAL_OUTPUT")
     if not path:
         raise TaskError("ORKWAL_OUTPUT is not set")
     try:

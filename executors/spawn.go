@@ -3,6 +3,7 @@ package executors
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -175,6 +176,11 @@ type taskOutput struct {
 	capped  *cappedLog
 	copied  chan struct{} // capped, without the reactor: closed when the copier returned
 	logPath string        // uncapped: the log the child writes to itself
+	// lines finds the ORK_OUTPUT line: fed by the capped log as output
+	// passes, or, uncapped, from the log file at fileFrom once the task
+	// is done; nil without a log (the output goes to the null device).
+	lines    *outputLines
+	fileFrom int64 // uncapped: the log's size when the attempt began; -1 capped
 }
 
 // openOutput prepares job's output: see taskOutput.
@@ -182,17 +188,24 @@ func openOutput(job Job) (*taskOutput, error) {
 	if job.LogPath == "" {
 		return &taskOutput{pipeFD: -1}, nil
 	}
+	lines := newOutputLines(job.MaxOutputBytes)
 	if job.MaxLogBytes <= 0 {
 		f, err := openLog(job.LogPath)
 		if err != nil {
 			return nil, err
 		}
-		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath}, nil
+		from, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath, lines: lines, fileFrom: from}, nil
 	}
 	capped, err := newCappedLog(job.LogPath, job.MaxLogBytes)
 	if err != nil {
 		return nil, err
 	}
+	capped.lines = lines
 	// One pipe for stdout and stderr: they interleave as written. Only
 	// our end is non-blocking (O_NONBLOCK belongs to each end's file
 	// description): the child writes to a blocking pipe as usual.
@@ -207,7 +220,7 @@ func openOutput(job Job) (*taskOutput, error) {
 		_ = capped.finish()
 		return nil, fmt.Errorf("create log pipe: %w", os.NewSyscallError("fcntl", err))
 	}
-	return &taskOutput{child: os.NewFile(uintptr(fds[1]), "|1"), pipeFD: fds[0], capped: capped}, nil
+	return &taskOutput{child: os.NewFile(uintptr(fds[1]), "|1"), pipeFD: fds[0], capped: capped, lines: lines, fileFrom: -1}, nil
 }
 
 // spawned is called once the child is running: the child holds its own

@@ -134,8 +134,11 @@ func (p *parser) async(n *yaml.Node, path string) (*HTTPAsyncSpec, error) {
 // that.
 func (p *parser) checkExecutor(pt parsedTask, path string) error {
 	t := pt.task
-	if t.Executor != "python" && (t.File != "" || t.Module != "" || t.Function != "" || t.Python != "") {
-		return p.fail(pt.node, path, "file, module, function and python are for executor python")
+	if t.Executor != "python" && (t.Module != "" || t.Function != "" || t.Python != "") {
+		return p.fail(pt.node, path, "module, function and python are for executor python")
+	}
+	if t.File != "" && t.Executor != "python" && t.Executor != "process" {
+		return p.fail(pt.nodes["file"], joinPath(path, "file"), "is for executors python and process")
 	}
 	if t.Executor != "http" && t.HTTP != nil {
 		return p.fail(pt.node, path, "method, url, headers, body, request_timeout and async are for executor http")
@@ -143,6 +146,8 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 	switch t.Executor {
 	case "python":
 		return p.checkPython(pt, path)
+	case "process":
+		return p.checkProcessFile(pt, path)
 	case "http":
 		if t.HTTP == nil || t.HTTP.URL == "" {
 			return p.fail(pt.node, joinPath(path, "url"), "required for executor http")
@@ -191,6 +196,30 @@ func (p *parser) checkPython(pt parsedTask, path string) error {
 	if len(t.Command) > 0 {
 		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor python (it runs function)")
 	}
+	return p.resolveFile(pt, path)
+}
+
+// checkProcessFile resolves Ork's file of a process task: the program to
+// run when the task has no command (with one, the command runs, as in
+// Ork, and the file must still exist).
+func (p *parser) checkProcessFile(pt parsedTask, path string) error {
+	t := pt.task
+	if t.File == "" {
+		return nil
+	}
+	if err := p.resolveFile(pt, path); err != nil {
+		return err
+	}
+	if len(t.Command) == 0 {
+		t.Command = []string{t.File}
+	}
+	return nil
+}
+
+// resolveFile makes the task's file, if any, absolute against the
+// workflow's folder, and checks that it exists.
+func (p *parser) resolveFile(pt parsedTask, path string) error {
+	t := pt.task
 	if t.File == "" {
 		return nil
 	}

@@ -64,7 +64,9 @@ func TestParseExecutorErrors(t *testing.T) {
 		{"python without file or module", "{executor: python}", "tasks.t: executor python needs exactly one of file and module"},
 		{"python missing file", "{executor: python, file: nope.py}", "tasks.t.file: " + filepath.Join(dir, "nope.py") + ": no such file"},
 		{"python with command", "{executor: python, module: m, command: x}", "tasks.t.command: not allowed for executor python"},
-		{"file on process", "{command: x, file: a.py}", "tasks.t: file, module, function and python are for executor python"},
+		{"function on process", "{command: x, function: f}", "tasks.t: module, function and python are for executor python"},
+		{"file on process", "{command: x, file: a.sh}", "tasks.t.file: " + filepath.Join(dir, "a.sh") + ": no such file"},
+		{"file on http", "{executor: http, url: 'http://x', file: a.sh}", "tasks.t.file: is for executors python and process"},
 		{"http without url", "{executor: http, method: GET}", "tasks.t.url: required for executor http"},
 		{"url on process", "{command: x, url: http://x}", "are for executor http"},
 		{"unknown placeholder", "{executor: http, url: 'http://x/{{params.nope}}'}", "tasks.t.url: placeholder {{params.nope}}"},
@@ -81,5 +83,24 @@ func TestParseExecutorErrors(t *testing.T) {
 	}
 	if _, err := Parse("", []byte("name: w\ntasks:\n  t: {executor: python, file: t.py}\n")); err == nil || !strings.Contains(err.Error(), "has no folder") {
 		t.Errorf("relative file without a folder: %v", err)
+	}
+}
+
+// TestProcessFile: Ork's file on a process task is the program to run,
+// resolved against the workflow's folder; a command, when given, runs
+// instead, as in Ork.
+func TestProcessFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	s, err := Parse(filepath.Join(dir, "w.yaml"), []byte("name: w\ntasks:\n  a: {file: run.sh}\n  b: {executor: shell, file: run.sh, command: echo b}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "run.sh")
+	if a := s.Lookup("a"); len(a.Command) != 1 || a.Command[0] != script || a.File != script {
+		t.Errorf("a: command %q file %q, want [%s]", a.Command, a.File, script)
+	}
+	if b := s.Lookup("b"); strings.Join(b.Command, " ") != "sh -c echo b" {
+		t.Errorf("b: command %q, want its own", b.Command)
 	}
 }

@@ -313,8 +313,8 @@ func (p *parser) task(te entry) (parsedTask, error) {
 func (p *parser) checkCommand(pt parsedTask, path string) error {
 	t := pt.task
 	switch {
-	case t.Executor == "process" && len(t.Command) == 0:
-		return p.fail(pt.node, joinPath(path, "command"), "required for executor process")
+	case t.Executor == "process" && len(t.Command) == 0 && t.File == "":
+		return p.fail(pt.node, joinPath(path, "command"), "required for executor process (or Ork's file: the program to run)")
 	case (t.Executor == "noop" || t.Executor == "http") && len(t.Command) != 0:
 		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor %s", t.Executor)
 	}
