@@ -168,6 +168,13 @@ func orNone(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
+// Ping returns once the loop has taken a turn, writing nothing: proof that
+// it is not stuck (the systemd watchdog asks it).
+func (e *Engine) Ping() error {
+	_, err := e.do(func(*replay.State, int64) (replay.Record, any, error) { return nil, nil, nil })
+	return err
+}
+
 // CancelRun cancels a run: pending tasks are cancelled at once, running
 // attempts get SIGTERM then SIGKILL, and the run ends cancelled. Cancelling
 // a run that is being or was cancelled changes nothing (idempotent); a run

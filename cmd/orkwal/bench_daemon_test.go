@@ -26,18 +26,24 @@ import (
 	"time"
 )
 
+// makeBuild runs the Makefile's build target (the release recipe) into bin,
+// with extra make variables (GOOS=linux, VERSION=...).
+func makeBuild(bin string, vars ...string) error {
+	args := append([]string{"-C", filepath.Join("..", ".."), "--no-print-directory", "build", "BIN=" + bin}, vars...)
+	out, err := exec.Command("make", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("make build: %v\n%s", err, out)
+	}
+	return nil
+}
+
 // releaseBinary builds the daemon as `make build` and the release do: a
 // static binary (CGO_ENABLED=0, -trimpath, -ldflags="-s -w").
 func releaseBinary(b *testing.B, goos, goarch string) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "orkwal")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-	if goarch == "arm" {
-		cmd.Env = append(cmd.Env, "GOARM=7")
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build %s/%s: %v\n%s", goos, goarch, err, out)
+	if err := makeBuild(bin, "GOOS="+goos, "GOARCH="+goarch, "GOARM=7"); err != nil {
+		b.Fatalf("%s/%s: %v", goos, goarch, err)
 	}
 	return bin
 }

@@ -126,6 +126,8 @@ func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger, opts ...api
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("orkwal is serving", "addr", "http://"+ln.Addr().String(), "pid", os.Getpid())
+	stopNotify := notifySystemd(eng, ln.Addr().String(), logger)
+	defer stopNotify()
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
