@@ -18,10 +18,10 @@ help: ## list the targets and the variables they use
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 	@echo "variables (make VAR=value target): GO=$(GO) BIN=$(BIN) DATA=$(DATA) FUZZTIME=$(FUZZTIME)"
 
-build: ## build the static, stripped release binary into $(BIN)
+build: ## build the static, stripped release binary (bin/orkwal)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/orkwal
 
-release: ## cross-build linux amd64, arm64 and armv7 into $(RELEASE), with SHA256SUMS
+release: ## cross-build linux amd64, arm64 and armv7 into bin/release, with SHA256SUMS
 	@mkdir -p $(RELEASE)
 	$(MAKE) build BIN=$(RELEASE)/orkwal-linux-amd64 GOOS=linux GOARCH=amd64
 	$(MAKE) build BIN=$(RELEASE)/orkwal-linux-arm64 GOOS=linux GOARCH=arm64
