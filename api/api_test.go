@@ -153,7 +153,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 		status                   int
 		msg                      string
 	}{
-		{"malformed yaml", "POST", "/workflows", "name: [x\ntasks:", 400, "yaml"},
+		{"malformed yaml", "POST", "/workflows", "name: [x\ntasks:", 400, "invalid YAML"},
 		{"cycle", "POST", "/workflows", "name: c\ntasks:\n  a: {command: x, depends_on: [b]}\n  b: {command: x, depends_on: [a]}\n", 400, "dependency cycle"},
 		{"unknown dependency", "POST", "/workflows", "name: u\ntasks:\n  a: {command: x, depends_on: [nope]}\n", 400, `tasks.a.depends_on: unknown task "nope"`},
 		{"unknown key", "POST", "/workflows", "name: u\ntasks:\n  a: {comand: x}\n", 400, "tasks.a.comand: unknown key"},

@@ -16,9 +16,12 @@ import (
 const anonymousFile = "workflow"
 
 // Parse reads a workflow file and returns its validated Spec, or an *Error
-// naming the file, the key and the reason (the first problem found, in a
-// fixed order: file order for what a single key can tell, then missing
-// required keys, then dependencies, then cycles).
+// naming the file, the line and column, the key and the reason; a file
+// with several errors gets them all at once, as Errors in file order
+// (what a single key can tell, then missing required keys). Only when each
+// key reads well come, one at a time, the checks of the whole: dependencies,
+// then cycles, then the rest. A YAML syntax error stops the reading: it is
+// the only one.
 //
 // filename is used in error messages and, when non-empty, to set Spec.Dir to
 // the absolute folder of the file, against which relative workdirs are
@@ -56,14 +59,35 @@ func Parse(filename string, data []byte) (spec *Spec, err error) {
 
 // parser carries what error messages and path resolution need.
 type parser struct {
-	file         string // as shown in messages
-	dir          string // Spec.Dir
-	wfCheckTypes *bool  // the workflow's check_types, nil when absent
+	file         string   // as shown in messages
+	dir          string   // Spec.Dir
+	wfCheckTypes *bool    // the workflow's check_types, nil when absent
+	errs         []*Error // the errors kept so far (see keep)
 }
 
 // fail builds the error for the node n at key path path.
 func (p *parser) fail(n *yaml.Node, path, format string, args ...any) error {
-	return &Error{File: p.file, Path: path, Line: lineOf(n), Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: p.file, Path: path, Line: lineOf(n), Col: columnOf(n), Msg: fmt.Sprintf(format, args...)}
+}
+
+// errKept stands for errors already kept: the caller goes on, and the
+// caller's caller knows the file is bad.
+var errKept = errors.New("workflow: errors kept")
+
+// keep records err, to be reported with the file's other errors, and
+// reports whether there was one.
+func (p *parser) keep(err error) bool {
+	var pe *Error
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errKept):
+	case errors.As(err, &pe):
+		p.errs = append(p.errs, pe)
+	default:
+		p.errs = append(p.errs, &Error{File: p.file, Msg: err.Error(), Err: err})
+	}
+	return true
 }
 
 // document decodes data as exactly one YAML document and returns its root
@@ -76,7 +100,7 @@ func (p *parser) document(data []byte) (*yaml.Node, error) {
 		return nil, &Error{File: p.file, Msg: "empty workflow"}
 	}
 	if err != nil {
-		return nil, p.yamlError(err)
+		return nil, p.yamlError(data, err)
 	}
 	var next yaml.Node
 	switch err := decodeNode(dec, &next); {
@@ -84,7 +108,7 @@ func (p *parser) document(data []byte) (*yaml.Node, error) {
 		return nil, &Error{File: p.file, Line: lineOf(&next),
 			Msg: fmt.Sprintf("several YAML documents (a second starts at line %d): a workflow file holds exactly one", next.Line)}
 	case !errors.Is(err, io.EOF):
-		return nil, p.yamlError(err)
+		return nil, p.yamlError(data, err)
 	}
 	var root *yaml.Node
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
@@ -107,8 +131,10 @@ func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	return dec.Decode(n)
 }
 
-func (p *parser) yamlError(err error) error {
-	return &Error{File: p.file, Msg: err.Error(), Err: err}
+func (p *parser) yamlError(data []byte, err error) error {
+	e := &Error{File: p.file, Msg: err.Error(), Err: err}
+	explainSyntax(e, data)
+	return e
 }
 
 // entries returns the pairs of the mapping n in file order. It rejects keys
@@ -144,6 +170,9 @@ func (p *parser) mapping(n *yaml.Node, path, what string) ([]entry, error) {
 	if isNull(n) {
 		return nil, nil
 	}
+	if n.Kind == yaml.SequenceNode {
+		return nil, p.fail(n, path, "expected %s, got a list (a '- ' starts a list item: write 'key: value' lines here, without the dash)", what)
+	}
 	if n.Kind != yaml.MappingNode {
 		return nil, p.fail(n, path, "expected %s, got %s", what, describe(n))
 	}
@@ -169,6 +198,7 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 	}
 	spec := &Spec{Dir: p.dir}
 	var tasks []parsedTask
+	badName, badTasks := false, false
 	for _, e := range entries {
 		switch e.key {
 		case "name":
@@ -185,15 +215,19 @@ func (p *parser) workflow(root *yaml.Node) (*Spec, error) {
 				err = p.unknownKey(e, levelWorkflow)
 			}
 		}
-		if err != nil {
-			return nil, err
+		if p.keep(err) {
+			badName = badName || e.key == "name"
+			badTasks = badTasks || e.key == "tasks"
 		}
 	}
-	if spec.Name == "" {
-		return nil, p.fail(root, "name", "required")
+	if spec.Name == "" && !badName {
+		p.keep(p.fail(nil, "name", "required"))
 	}
-	if tasks == nil {
-		return nil, p.fail(root, "tasks", "required")
+	if tasks == nil && !badTasks {
+		p.keep(p.fail(nil, "tasks", "required"))
+	}
+	if err := errorsOf(p.file, p.errs); err != nil {
+		return nil, err
 	}
 	spec.Tasks, err = p.order(tasks)
 	if err != nil {
@@ -255,15 +289,21 @@ func (p *parser) tasks(n *yaml.Node, path string) ([]parsedTask, error) {
 		return nil, p.fail(n, path, "must define at least one task")
 	}
 	out := make([]parsedTask, 0, len(entries))
+	bad := false
 	for _, e := range entries {
 		if !validName(e.key) {
-			return nil, p.fail(e.keyN, e.path, "invalid task name: %s", nameRule)
+			bad = p.keep(p.fail(e.keyN, e.path, "invalid task name: %s", nameRule))
+			continue
 		}
 		t, err := p.task(e)
-		if err != nil {
-			return nil, err
+		if p.keep(err) {
+			bad = true
+			continue
 		}
 		out = append(out, t)
+	}
+	if bad {
+		return nil, errKept
 	}
 	return out, nil
 }
@@ -279,6 +319,7 @@ func (p *parser) task(te entry) (parsedTask, error) {
 		return pt, err
 	}
 	t := pt.task
+	bad := false
 	for _, e := range entries {
 		switch e.key {
 		case "executor":
@@ -298,9 +339,10 @@ func (p *parser) task(te entry) (parsedTask, error) {
 				err = p.unknownKey(e, levelTask)
 			}
 		}
-		if err != nil {
-			return pt, err
-		}
+		bad = p.keep(err) || bad
+	}
+	if bad {
+		return pt, errKept
 	}
 	if t.Executor == "" {
 		t.Executor = executors[0]

@@ -192,10 +192,10 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "", "etl.yaml: empty workflow"},
 		{"only comments", "# nothing\n\n", "etl.yaml: empty workflow"},
 		{"null document", "---\n", "etl.yaml: empty workflow"},
-		{"malformed", "name: etl\ntasks:\n  a: [x\n  b: y\n", "etl.yaml: yaml: line 2: did not find expected ',' or ']'"},
-		{"malformed indentation", "name: etl\n tasks: x\n", "etl.yaml: yaml: line 2: "},
+		{"malformed", "name: etl\ntasks:\n  a: [x\n  b: y\n", "etl.yaml: invalid YAML: did not find expected ',' or ']' (line 2)"},
+		{"malformed indentation", "name: etl\n tasks: x\n", "etl.yaml: invalid YAML: unexpected 'key:' here: this line is indented deeper than a key of the mapping above, or a value holds ': ' (quote the value) (line 2, column 2)"},
 		{"multiple documents", "name: a\ntasks: {a: {command: x}}\n---\nname: b\n", "etl.yaml: several YAML documents (a second starts at line 3)"},
-		{"malformed second document", "name: a\ntasks: {a: {command: x}}\n---\nname: [\n", "etl.yaml: yaml: line 4: "},
+		{"malformed second document", "name: a\ntasks: {a: {command: x}}\n---\nname: [\n", "etl.yaml: invalid YAML: did not find expected node content (line 4)"},
 		{"top level list", "- a\n- b\n", "etl.yaml: expected a mapping with name and tasks at the top level, got a list"},
 		{"duplicate key", "name: a\nname: b\ntasks: {a: {command: x}}\n", "etl.yaml: name: duplicate key (first defined at line 1)"},
 		{"duplicate task", "name: a\ntasks:\n  t: {command: x}\n  t: {command: y}\n", "etl.yaml: tasks.t: duplicate key (first defined at line 3)"},
@@ -297,7 +297,7 @@ func TestParseErrorDetails(t *testing.T) {
 	if !errors.As(err, &perr) {
 		t.Fatalf("err = %v, want *Error", err)
 	}
-	want := Error{File: "etl.yaml", Path: "tasks.b.depends_on", Line: 4, Msg: `unknown task "zz"`}
+	want := Error{File: "etl.yaml", Path: "tasks.b.depends_on", Line: 4, Col: 31, Msg: `unknown task "zz"`}
 	if *perr != want {
 		t.Errorf("err = %+v, want %+v", *perr, want)
 	}
@@ -317,7 +317,7 @@ func TestParseFixtures(t *testing.T) {
 		{file: "valid.yaml", want: []string{"extract", "transform", "load", "report"}},
 		{file: "cycle.yaml", wantErr: "cycle.yaml: tasks.a: dependency cycle a -> c -> b -> a"},
 		{file: "unknown_dep.yaml", wantErr: `unknown_dep.yaml: tasks.load.depends_on: unknown task "trnsform"`},
-		{file: "malformed.yaml", wantErr: "malformed.yaml: yaml: line 3: "},
+		{file: "malformed.yaml", wantErr: "malformed.yaml: invalid YAML: did not find expected ',' or ']' (line 3)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -90,6 +90,14 @@ func lineOf(n *yaml.Node) int {
 	return n.Line
 }
 
+// columnOf is the 1-based column of n, 0 when unknown.
+func columnOf(n *yaml.Node) int {
+	if n == nil || n.Line == 0 {
+		return 0
+	}
+	return n.Column
+}
+
 // entry is one key/value pair of a YAML mapping.
 type entry struct {
 	key  string
