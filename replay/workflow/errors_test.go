@@ -40,7 +40,7 @@ func TestParseReportsEveryError(t *testing.T) {
 		"etl.yaml: tasks.a.comand: unknown key (line 3, column 7)",
 		"etl.yaml: tasks.b.command: expected a list of strings or a string, got a number (line 4, column 16)",
 		`etl.yaml: tasks."c/d": invalid task name`,
-		"etl.yaml: tasks.e.command: required for executor process (line 6, column 6)",
+		"etl.yaml: tasks.e.command: required for executor process",
 		"etl.yaml: bogus: unknown key (line 7, column 1)",
 	}
 	var list Errors
