@@ -133,6 +133,7 @@ func pythonJob(t *replay.Task) *executors.PythonJob {
 	}
 	if wf.Dir != "" {
 		p.SysPath = []string{wf.Dir}
+		p.Project = wf.Dir
 	}
 	if len(wf.Types) > 0 {
 		p.Types = make(map[string]json.RawMessage, len(wf.Types))

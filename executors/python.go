@@ -32,8 +32,12 @@ type PythonJob struct {
 	// default).
 	Function string
 	// Interpreter is the Python to run, looked up in the daemon's PATH;
-	// "" = "python3". It must be Python 3.8 or later.
+	// "" = "python3", or `uv run --project Project python3` when Project
+	// holds a pyproject.toml and uv is in the daemon's PATH (Ork's rule).
+	// It must be Python 3.8 or later.
 	Interpreter string
+	// Project is the workflow's folder, "" when it has none.
+	Project string
 	// InputType and OutputType are optional type descriptions (the
 	// workflow's input_type and output_type, YAML converted to JSON; the
 	// grammar is at the top of python_types.go). Types holds the workflow's
@@ -187,7 +191,7 @@ func (p *Python) prepare(job *Job) (string, error) {
 	if err := os.Remove(spec.ErrorFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("remove stale error file: %w", err)
 	}
-	job.Command = append(p.runnerCommand(job.Python.Interpreter), specPath)
+	job.Command = append(p.runnerCommand(p.interpreter(job.Python)), specPath)
 	return spec.ErrorFile, nil
 }
 
@@ -227,17 +231,43 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
-// runnerCommand returns the argv running the runner with interpreter, less
-// the spec path: the runner file when it can be written, else -c.
-func (p *Python) runnerCommand(interpreter string) []string {
-	if interpreter == "" {
-		interpreter = "python3"
-	}
+// runnerCommand returns the argv running the runner with interpreter (an
+// argv), less the spec path: the runner file when it can be written, else
+// -c.
+func (p *Python) runnerCommand(interpreter []string) []string {
 	path, err := p.runnerFile()
 	if err != nil {
-		return []string{interpreter, "-c", string(runnerSource)}
+		return append(interpreter, "-c", string(runnerSource))
 	}
-	return []string{interpreter, path}
+	return append(interpreter, path)
+}
+
+// interpreter is the argv that starts py's Python: its Interpreter; else,
+// as Ork does, `uv run` in a project (a workflow folder with a
+// pyproject.toml) when uv is installed; else python3.
+func (p *Python) interpreter(py *PythonJob) []string {
+	if py.Interpreter != "" {
+		return []string{py.Interpreter}
+	}
+	if py.Project != "" && hasPyproject(py.Project) {
+		if uv, err := lookPath("uv"); err == nil {
+			return []string{uv, "run", "--project", py.Project, "python3"}
+		}
+	}
+	return []string{"python3"}
+}
+
+// pyprojects caches, by folder, whether it holds a pyproject.toml: looked
+// at once per folder while the daemon runs.
+var pyprojects sync.Map // string → bool
+
+func hasPyproject(dir string) bool {
+	if has, ok := pyprojects.Load(dir); ok {
+		return has.(bool)
+	}
+	_, err := os.Stat(filepath.Join(dir, "pyproject.toml"))
+	pyprojects.Store(dir, err == nil)
+	return err == nil
 }
 
 // runnerFile returns the path of the runner file, writing it if it is not

@@ -11,11 +11,11 @@ where a node is a compiled type expression (python_types.go):
   {"kind": ..., "name": ..., "of": node, "fields": {name: node}, "ref": name}.
 
 The runner reads the task's input document from $ORKWAL_INPUT, takes its
-"inputs" object as keyword arguments, checks them, imports the file or
-module, calls function(**inputs), checks the return value (a type
-mismatch fails the task with check_types, and is otherwise a warning line
-on stderr) and writes it JSON-encoded to $ORKWAL_OUTPUT (datetime, date and
-time as ISO 8601). A None return writes nothing.
+"inputs" object, checks it, imports the file or module, calls the function
+with the inputs as Ork does (see call_arguments), checks the return value
+(a type mismatch fails the task with check_types, and is otherwise a
+warning line on stderr) and writes it JSON-encoded to $ORKWAL_OUTPUT
+(datetime, date and time as ISO 8601). A None return writes nothing.
 
 On failure it exits 1 after writing one line (the exception's
 "Type: message", or the runner's own reason) to error_file; an exception's
@@ -27,11 +27,13 @@ import dataclasses
 import datetime
 import importlib
 import importlib.util
+import inspect
 import json
 import math
 import os
 import sys
 import traceback
+import typing
 
 
 RUNNER_FILE = sys._getframe().f_code.co_filename  # this file, or "<string>" with -c
@@ -81,7 +83,8 @@ def run(spec):
     if types.get("input"):
         checked(strict, check_inputs, types["input"], inputs, named)
     fn = find_function(spec)
-    result = fn(**inputs)
+    args, kwargs = call_arguments(fn, inputs)
+    result = fn(*args, **kwargs)
     value = jsonable(result, [])
     if types.get("output"):
         checked(strict, check, types["output"], value, [], named, "output")
@@ -164,6 +167,39 @@ def write_output(value):
         raise TaskError("output is not JSON: %s" % err)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def call_arguments(fn, inputs):
+    """The arguments of fn, Ork's way: the inputs its parameters name, as
+    keywords; a function of one parameter that no input names gets them
+    all as one value, Annotation(**inputs) (a pydantic model, a dataclass)
+    or, without an annotation or when that fails, the dict. A function
+    with **kwargs gets every input."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: a builtin
+        return [], dict(inputs)
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return [], dict(inputs)
+    if len(params) == 1 and params[0].name not in inputs and params[0].kind != params[0].VAR_POSITIONAL:
+        return [model_argument(fn, params[0], inputs)], {}
+    return [], {p.name: inputs[p.name] for p in params if p.name in inputs}
+
+
+def model_argument(fn, param, inputs):
+    """The inputs as the one parameter's annotation, else as the dict."""
+    ann = param.annotation
+    if isinstance(ann, str):  # from __future__ import annotations
+        try:
+            ann = typing.get_type_hints(fn).get(param.name, inspect.Parameter.empty)
+        except Exception:
+            return dict(inputs)
+    if ann is inspect.Parameter.empty:
+        return dict(inputs)
+    try:
+        return ann(**inputs)
+    except Exception:
+        return dict(inputs)
 
 
 def find_function(spec):
