@@ -9,7 +9,8 @@ import (
 )
 
 // cronParser accepts five fields, descriptors (@hourly, @every 30s) and a
-// CRON_TZ= or TZ= prefix.
+// CRON_TZ= or TZ= prefix; Ork's six and seven fields are read by
+// parseCronFields.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // ParseCron parses a schedule's cron expression. It never panics: the cron
@@ -25,7 +26,7 @@ func ParseCron(expr string) (sched cron.Schedule, err error) {
 			sched, err = nil, fmt.Errorf("not a cron expression (%v)", r)
 		}
 	}()
-	return cronParser.Parse(expr)
+	return parseCronFields(expr)
 }
 
 // zoneOnly reports whether expr is a time zone prefix (CRON_TZ=... or
