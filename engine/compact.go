@@ -342,9 +342,38 @@ func (e *Engine) compacted(r *compactResult) {
 
 // Compact writes a snapshot now and truncates the log, synchronously: for a
 // clean shutdown and `orkwal wal compact`. The loop must not be running.
-func (e *Engine) Compact() error {
+func (e *Engine) Compact() error { return e.snapshotNow(true) }
+
+// compactAtBoot snapshots before the engine serves when the log the boot
+// replayed since the newest snapshot is CompactBytes or more. Without it a
+// daemon whose lives are shorter than a compaction (a crash loop, a box
+// that keeps losing power) never completes one: every boot replays the log
+// of every earlier life, and boots get longer with each crash. With it, a
+// boot replays at most what one life logged since the newest snapshot
+// (docs/format.md, "Snapshot and truncation"): nothing else is appended
+// while it runs. It prunes nothing: a boot writes only the records of its
+// interrupted attempts. A failure (a full disk) is logged and the boot goes
+// on: the log is whole, and the loop's compactions try again.
+func (e *Engine) compactAtBoot() {
+	if e.cfg.CompactBytes <= 0 || e.logBytes < e.cfg.CompactBytes {
+		return
+	}
+	e.log.Info("the log since the newest snapshot is past --compact-bytes: snapshot before serving",
+		"bytes", e.logBytes, "compact_bytes", e.cfg.CompactBytes)
+	if err := e.snapshotNow(false); err != nil {
+		e.log.Error("snapshot at boot failed; the loop will try again", "err", err)
+	}
+}
+
+// snapshotNow writes a snapshot of the state at the last index, pruning
+// first if prune is set, and truncates the log. The loop must not be
+// running.
+func (e *Engine) snapshotNow(prune bool) error {
 	e.mu.Lock()
-	pruned := e.prune(e.cfg.Clock.Now().UnixNano())
+	var pruned []string
+	if prune {
+		pruned = e.prune(e.cfg.Clock.Now().UnixNano())
+	}
 	last := e.wal.LastIndex()
 	var snap *replay.Snapshot
 	if last != e.snapIndex {

@@ -203,20 +203,20 @@ func (e *Engine) recover() error {
 		return err
 	}
 	e.state = st
-	n, err := replayAfter(l, e.state, from)
+	n, size, err := replayAfter(l, e.state, from)
 	if err != nil {
 		l.Close()
 		return err
 	}
-	if size, err := l.Size(); err == nil {
-		e.logBytes = size
-	}
-	e.log.Info("recovered", "snapshot_index", from, "records_replayed", n, "last_index", l.LastIndex(), "runs", len(e.state.Runs))
+	e.logBytes = size
+	e.log.Info("recovered", "snapshot_index", from, "records_replayed", n, "bytes_replayed", size,
+		"last_index", l.LastIndex(), "runs", len(e.state.Runs))
 	e.sweepRunFolders()
 	if err := e.interruptInFlight(); err != nil {
 		l.Close()
 		return err
 	}
+	e.compactAtBoot()
 	return nil
 }
 
@@ -262,15 +262,17 @@ func LogMeetsSnapshot(first, last, snapIndex uint64) error {
 // replayAfter checks that the log meets the snapshot (LogMeetsSnapshot),
 // then reads every frame still in the log, so that corruption
 // anywhere in it stops boot, and applies those after the snapshot index.
-func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, error) {
+// It returns how many records it applied and the bytes of their entries
+// (as on disk: the log since the snapshot, which --compact-bytes counts).
+func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, int64, error) {
 	first, err := l.FirstIndex()
 	if err != nil {
-		return 0, fmt.Errorf("engine: first wal index: %w", err)
+		return 0, 0, fmt.Errorf("engine: first wal index: %w", err)
 	}
 	if err := LogMeetsSnapshot(first, l.LastIndex(), snapIndex); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n := 0
+	n, size := 0, int64(0)
 	err = l.Replay(min(first, snapIndex+1), func(index uint64, payloads [][]byte) error {
 		if index <= snapIndex {
 			for i, p := range payloads {
@@ -281,9 +283,10 @@ func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, error) {
 			return nil
 		}
 		n += len(payloads)
+		size += wal.EntrySize(index, payloads)
 		return applyFrame(st, index, payloads)
 	})
-	return n, err
+	return n, size, err
 }
 
 // applyFrame decodes and applies one frame's records.

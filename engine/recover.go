@@ -96,7 +96,7 @@ func (e *Engine) tryRecover() {
 	// have truncated the log's front.
 	st, from, err := LoadSnapshot(e.cfg.DataDir, e.log)
 	if err == nil {
-		_, err = replayAfter(l, st, from)
+		_, _, err = replayAfter(l, st, from)
 	}
 	if err != nil {
 		l.Close()

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// logSinceSnapshot reads a stopped data folder from outside: the bytes of
+// the WAL entries after its newest snapshot's index, what a boot replays.
+func logSinceSnapshot(t *testing.T, dir string) int64 {
+	t.Helper()
+	var snap uint64
+	if idxs, _ := snapshotIndexes(dir); len(idxs) > 0 {
+		snap = idxs[0]
+	}
+	var size int64
+	err := wal.ReplayDir(filepath.Join(dir, "wal"), snap+1, func(index uint64, recs [][]byte) error {
+		if index > snap {
+			size += wal.EntrySize(index, recs)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size
+}
+
+// TestCrashLoopKeepsTheLogSinceTheSnapshotBounded: a daemon whose lives
+// are shorter than a compaction (every background snapshot is cut at its
+// start, as a kill during it would) still compacts, at boot, so the log a
+// boot replays does not grow with the number of crashes. Before, each
+// boot replayed every earlier life's log (241 MB and 15 s after 32 kills).
+func TestCrashLoopKeepsTheLogSinceTheSnapshotBounded(t *testing.T) {
+	const compact, lives = 4 << 10, 20
+	dir := t.TempDir()
+	var alive atomic.Bool // the loop runs: a compaction now is cut by the crash
+	cut := errors.New("killed during the compaction")
+	open := func() *Engine {
+		e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet, CompactBytes: compact, SegmentSize: 2048,
+			Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
+			CompactFault: func(step string) error {
+				if step == "start" && alive.Load() {
+					return cut
+				}
+				return nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alive.Store(true)
+		e.Start()
+		return e
+	}
+	e := open()
+	put(t, e, diamond("noop"))
+	var most, lifeMost int64
+	for life := 0; life < lives; life++ {
+		before, _ := e.wal.Size()
+		work(t, e, 12) // about 1.5 × compact bytes of log
+		settle(t, e)
+		after, _ := e.wal.Size()
+		lifeMost = max(lifeMost, after-before)
+		crash(e)
+		alive.Store(false)
+		most = max(most, logSinceSnapshot(t, dir))
+		e = open()
+	}
+	defer e.Close()
+	if lifeMost < compact {
+		t.Fatalf("a life logged %d bytes, less than --compact-bytes %d: no compaction began", lifeMost, compact)
+	}
+	// A boot replays at most what the lives since the newest snapshot
+	// logged: with a snapshot at every boot past compact bytes, one life's
+	// (past compact bytes: it was snapshotted) plus an earlier one's below
+	// compact bytes.
+	if bound := int64(compact) + lifeMost; most > bound {
+		t.Fatalf("after %d crashes a boot found %d bytes of log since the newest snapshot, over %d (compact bytes %d + the most one life logged, %d)",
+			lives, most, bound, compact, lifeMost)
+	}
+}
