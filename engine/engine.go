@@ -407,6 +407,7 @@ func (e *Engine) commit(recs []replay.Record) error {
 	if err != nil {
 		return fmt.Errorf("engine: append boot records: %w", err)
 	}
+	e.logBytes += wal.EntrySize(index, payloads)
 	e.publish(index, recs)
 	return nil
 }
