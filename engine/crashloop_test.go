@@ -3,10 +3,14 @@ package engine
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/orkwal/orkwal/wal"
 )
 
@@ -83,4 +87,69 @@ func TestCrashLoopKeepsTheLogSinceTheSnapshotBounded(t *testing.T) {
 		t.Fatalf("after %d crashes a boot found %d bytes of log since the newest snapshot, over %d (compact bytes %d + the most one life logged, %d)",
 			lives, most, bound, compact, lifeMost)
 	}
+}
+
+// openDelayed opens an engine on dir whose task_started records wait an
+// hour for a frame to ride (unless the engine commits them at once), so
+// that a crash finds a started attempt recorded as only dispatched.
+func openDelayed(t *testing.T, dir string, ex executors.Executor) *Engine {
+	t.Helper()
+	e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet,
+		Executors: map[string]executors.Executor{"process": ex, "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startedDelay = time.Hour
+	e.Start()
+	return e
+}
+
+// TestCrashLoopCountsOnlyStartedAttempts: an attempt that a crash finds
+// dispatched but never started does not count toward the crash-loop limit,
+// however many crashes in a row (before, the third failed the task, which
+// had never run); a task that starts and takes the box down is still
+// stopped: the attempt after a crash has its start recorded at once, so
+// each crash it causes counts.
+func TestCrashLoopCountsOnlyStartedAttempts(t *testing.T) {
+	t.Run("never started", func(t *testing.T) {
+		dir := t.TempDir()
+		s := &silentExec{newManual(t, dir)}
+		e := openDelayed(t, dir, s)
+		put(t, e, one("w", func(*workflow.Task) {}))
+		id := trigger(t, e, "w")
+		for crashes := 1; crashes <= 2*replay.MaxInterruptions; crashes++ {
+			s.next() // dispatched, never reports started
+			crash(e)
+			e = openDelayed(t, dir, s)
+			if tv := taskView(e, id, "t"); tv.Status == "failed" || tv.Interruptions != 0 {
+				t.Fatalf("after %d crashes of an attempt that never started: %s, %d interruptions (%s)", crashes, tv.Status, tv.Interruptions, tv.Error)
+			}
+		}
+		e.Close()
+	})
+	t.Run("takes the box down", func(t *testing.T) {
+		dir := t.TempDir()
+		m := newManual(t, dir)
+		e := openDelayed(t, dir, m)
+		put(t, e, one("w", func(*workflow.Task) {}))
+		id := trigger(t, e, "w")
+		m.next() // started, its start not yet recorded: the crash takes it for unstarted
+		crash(e)
+		for crashes := 2; ; crashes++ {
+			e = openDelayed(t, dir, m)
+			if tv := taskView(e, id, "t"); tv.Status == "failed" {
+				if crashes != replay.MaxInterruptions+2 || !strings.Contains(tv.Error, "crash loop") {
+					t.Fatalf("failed after %d crashes (%s), want %d, a crash loop", crashes-1, tv.Error, replay.MaxInterruptions+1)
+				}
+				break
+			}
+			if crashes > 2*replay.MaxInterruptions {
+				t.Fatalf("a task that took the box down %d times still runs", crashes-1)
+			}
+			m.next()
+			waitFor(t, e, "its start recorded at once", func() bool { return taskView(e, id, "t").Status == "running" })
+			crash(e)
+		}
+		e.Close()
+	})
 }

@@ -35,6 +35,11 @@ type Engine struct {
 	// Loop-owned.
 	attempts map[string]*attempt // task id → the attempt in flight
 	inflight int
+	// crashed: tasks whose attempt this boot found in flight after a crash
+	// (task id → true), until their next dispatch: that attempt's start is
+	// recorded at once (see deferStarted), so that a task that takes the
+	// box down again is seen to have started, and counts.
+	crashed map[string]bool
 
 	poison atomic.Pointer[error] // set once the WAL failed: fail-stop
 
@@ -98,6 +103,7 @@ type attempt struct {
 	exec         execHandle // set by the launcher once the executor started it
 	scratch      string     // prefix of its scratch files (executors.Job.Scratch); "" for none
 	dispatchedAt int64
+	eager        bool   // its start is recorded at once, not deferred (see Engine.crashed)
 	started      bool   // the executor reported Started
 	lastBeat     int64  // last Started or Heartbeat report
 	stopped      bool   // the engine asked it to stop for a shutdown: not an outcome
@@ -139,7 +145,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), startedDue: make(chan struct{}, 1),
 		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
-		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{},
+		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
 		lock.Release()
@@ -319,8 +325,9 @@ func (e *Engine) interruptInFlight() error {
 				continue
 			}
 			e.killLeftover(t)
+			e.crashed[t.ID()] = true
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
-				Attempt: t.Attempt, At: now})
+				Attempt: t.Attempt, Unstarted: t.Status == replay.Dispatched, At: now})
 			scratch = append(scratch, Layout(e.cfg.DataDir).Scratch(run.ID, t.Key(), t.Attempt))
 			logs = append(logs, Layout(e.cfg.DataDir).AttemptLog(run.ID, t.Key(), t.Attempt))
 		}

@@ -304,6 +304,9 @@ func (e *Engine) deferStarted(ev *executors.Event, now int64) {
 	}
 	a.started, a.lastBeat = true, now
 	e.pendingStarted = append(e.pendingStarted, &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now})
+	if a.eager {
+		e.startedFired = true // this turn commits it
+	}
 	if len(e.pendingStarted) == 1 {
 		if e.startedTimer == nil {
 			e.startedTimer = time.AfterFunc(e.startedDelay, func() {
@@ -400,6 +403,10 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		out.progress = true
 		e.observeDispatch(t, now)
 		s := e.prepare(t, now)
+		if e.crashed[s.job.TaskID] {
+			s.att.eager = true
+			delete(e.crashed, s.job.TaskID)
+		}
 		out.starts = append(out.starts, s)
 		e.attempts[s.job.TaskID] = s.att
 		e.armDeadlines(s.att, now)

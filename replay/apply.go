@@ -320,9 +320,12 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if err != nil {
 		return err
 	}
+	if r.Unstarted && t.Status != Dispatched {
+		return invalid("task_interrupted: task %s is %s: an unstarted interruption is of a dispatched task", t.ID(), t.Status)
+	}
 	s.touch(t)
 	s.flight(t, -1)
-	if !r.Clean {
+	if !r.Clean && !r.Unstarted {
 		t.Interruptions++
 	}
 	switch {

@@ -101,6 +101,34 @@ func TestInterruptedTaskRunsAgainThenCrashLoopFails(t *testing.T) {
 	}
 }
 
+// TestUnstartedInterruptionsDoNotCount: an attempt whose start was never
+// recorded, interrupted by crash after crash, never fails its task (it
+// never ran); an attempt that started counts, and a record of an earlier
+// version (no unstarted key, as above) counts as it did.
+func TestUnstartedInterruptionsDoNotCount(t *testing.T) {
+	s := New()
+	r := run1(s, t)
+	a := TaskRef{Run: "r1", Task: 0}
+	n := 1
+	for ; n <= 2*MaxInterruptions; n++ {
+		mustApply(t, s, &TaskDispatched{TaskRef: a, Attempt: n, At: 10}, &TaskInterrupted{TaskRef: a, Attempt: n, Unstarted: true, At: 11})
+	}
+	if task := r.Tasks[0]; task.Status != Pending || task.Interruptions != 0 {
+		t.Fatalf("after %d unstarted interruptions: %s with %d interruptions, want pending with 0", n-1, task.Status, task.Interruptions)
+	}
+	for i := 1; i <= MaxInterruptions; i++ {
+		mustApply(t, s, &TaskDispatched{TaskRef: a, Attempt: n, At: 20}, &TaskStarted{TaskRef: a, Attempt: n, PID: 42, At: 20})
+		if err := s.Apply(&TaskInterrupted{TaskRef: a, Attempt: n, Unstarted: true, At: 21}); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("an unstarted interruption of a running task: %v, want ErrInvalid", err)
+		}
+		mustApply(t, s, &TaskInterrupted{TaskRef: a, Attempt: n, At: 21})
+		n++
+	}
+	if r.Tasks[0].Status != Failed || r.Tasks[0].Interruptions != MaxInterruptions {
+		t.Fatalf("after %d started interruptions: %s, want failed", MaxInterruptions, r.Tasks[0].Status)
+	}
+}
+
 func TestInvalidRecordsAreRejectedWithoutChange(t *testing.T) {
 	s := New()
 	run1(s, t)

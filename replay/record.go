@@ -131,13 +131,21 @@ const MaxJitter = 0.2
 
 // TaskInterrupted: the attempt ended without an outcome: found in flight at
 // boot (a crash), or stopped by a clean shutdown (Clean). The task goes back
-// to pending to run again as a new attempt. Crash interruptions count: at
-// MaxInterruptions the task fails instead (a crash loop). Clean ones do not.
+// to pending to run again as a new attempt. Crash interruptions of attempts
+// that started count: at MaxInterruptions the task fails instead (a crash
+// loop). Clean ones do not, nor do those of attempts whose start was never
+// recorded (Unstarted).
 type TaskInterrupted struct {
 	TaskRef
-	Attempt int   `msgpack:"attempt"`
-	Clean   bool  `msgpack:"clean,omitempty"`
-	At      int64 `msgpack:"at"`
+	Attempt int  `msgpack:"attempt"`
+	Clean   bool `msgpack:"clean,omitempty"`
+	// Unstarted: the crash found the attempt dispatched, its task_started
+	// not durable: it never ran, or (its start waits up to 10 ms for a
+	// frame to ride) ran for a moment, and it does not count toward the
+	// crash loop. Only a task dispatched may be recorded so. Records of
+	// versions before it lack the key and count as they did.
+	Unstarted bool  `msgpack:"unstarted,omitempty"`
+	At        int64 `msgpack:"at"`
 }
 
 // RunCancelRequested cancels a run: its pending tasks become cancelled at
