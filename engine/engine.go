@@ -40,6 +40,9 @@ type Engine struct {
 	// recorded at once (see deferStarted), so that a task that takes the
 	// box down again is seen to have started, and counts.
 	crashed map[string]bool
+	// notRunCount: attempts of a task in a row the daemon could not
+	// prepare (task id → count), for the backoff (see decideNotRun).
+	notRunCount map[string]int
 
 	poison atomic.Pointer[error] // set once the WAL failed: fail-stop
 
@@ -145,7 +148,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), startedDue: make(chan struct{}, 1),
 		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
-		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{}, notRunCount: map[string]int{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
 	if err := e.recover(); err != nil {
 		lock.Release()

@@ -37,7 +37,11 @@ func (g *gate) blocked(t *replay.Task) string {
 		if g.wake == 0 || t.NotBefore < g.wake {
 			g.wake = t.NotBefore
 		}
-		return "not before " + ts(t.NotBefore).Format(time.RFC3339) + " (retry backoff or delay)"
+		why := "not before " + ts(t.NotBefore).Format(time.RFC3339) + " (retry backoff or delay)"
+		if t.Error != "" {
+			why += "; last attempt: " + t.Error
+		}
+		return why
 	}
 	if max := t.Run.Spec.MaxActiveRuns; max > 0 && t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] &&
 		st.ActiveRuns(t.Run.Workflow)+g.starting[t.Run.Workflow] >= max {

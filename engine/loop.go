@@ -12,8 +12,9 @@ import (
 
 // event is one thing the loop reacts to: a command or an executor report.
 type event struct {
-	cmd  *command
-	exec *executors.Event
+	cmd    *command
+	exec   *executors.Event
+	notRun *notRun
 }
 
 // command is a request from a caller. decide runs on the loop under the
@@ -158,6 +159,9 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		case ev.cmd != nil:
 			e.flushStarted(out)
 			e.decideCommand(ev.cmd, now, out)
+		case ev.notRun != nil:
+			e.flushStarted(out)
+			e.decideNotRun(ev.notRun, now, out)
 		case e.poison.Load() != nil:
 			e.pendingStarted = nil
 			e.forgetExec(ev.exec, out)
@@ -251,6 +255,9 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 		return
 	}
 	var rec replay.Record
+	if ev.Kind == executors.Finished {
+		delete(e.notRunCount, ev.TaskID)
+	}
 	switch {
 	case ev.Kind != executors.Finished: // a heartbeat (Started: see deferStarted)
 		a.started, a.lastBeat = true, now
@@ -303,6 +310,7 @@ func (e *Engine) deferStarted(ev *executors.Event, now int64) {
 		return
 	}
 	a.started, a.lastBeat = true, now
+	delete(e.notRunCount, ev.TaskID)
 	e.pendingStarted = append(e.pendingStarted, &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now})
 	if a.eager {
 		e.startedFired = true // this turn commits it
@@ -367,11 +375,18 @@ func (e *Engine) finishRecord(a *attempt, ev *executors.Event, now int64) *repla
 // recorded, so a finished attempt is only forgotten. If the WAL recovers,
 // its task is found in flight without an attempt and runs again.
 func (e *Engine) forgetExec(ev *executors.Event, out *turnOutput) {
-	a := e.attempts[ev.TaskID]
-	if ev.Kind != executors.Finished || a == nil || a.number != ev.Attempt {
+	if ev.Kind == executors.Finished {
+		e.forget(ev.TaskID, ev.Attempt, out)
+	}
+}
+
+// forget drops an attempt in flight that ended, if it is the one known.
+func (e *Engine) forget(taskID string, number int, out *turnOutput) {
+	a := e.attempts[taskID]
+	if a == nil || a.number != number {
 		return
 	}
-	delete(e.attempts, ev.TaskID)
+	delete(e.attempts, taskID)
 	e.inflight--
 	out.scratch = append(out.scratch, a.scratch)
 }
@@ -534,8 +549,16 @@ func (e *Engine) launch(s *start, c *commit) {
 }
 
 // reportStartFailure records an attempt that could not be launched as a
-// failure through the inbox, like any other outcome.
+// failure through the inbox, like any other outcome; one the daemon could
+// not prepare (executors.PrepareError) is not the task's failure: see
+// notRun.
 func (e *Engine) reportStartFailure(job executors.Job, err error) {
+	var pe *executors.PrepareError
+	if errors.As(err, &pe) {
+		e.notePrepareFailure(job, err)
+		e.inbox.push(event{notRun: &notRun{taskID: job.TaskID, attempt: job.Attempt, err: err}})
+		return
+	}
 	e.report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt,
 		ExitCode: -1, Err: "could not start: " + err.Error()})
 }

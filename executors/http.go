@@ -138,7 +138,7 @@ func (e *HTTP) Start(job Job, report func(Event)) (Handle, error) {
 	}
 	log, err := openHTTPLog(job)
 	if err != nil {
-		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
+		return nil, fmt.Errorf("start task %s: %w", job.TaskID, prepFailed(err))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &httpHandle{cancel: cancel}

@@ -125,12 +125,12 @@ func (p *Process) prepare(job Job) (*preparedProcess, error) {
 	}
 	files, err := prepareScratch(job)
 	if err != nil {
-		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
+		return nil, fmt.Errorf("start task %s: %w", job.TaskID, prepFailed(err))
 	}
 	out, err := openOutput(job)
 	if err != nil {
 		_ = RemoveScratch(job.Scratch) // what was prepared is not left behind
-		return nil, fmt.Errorf("start task %s: %w", job.TaskID, err)
+		return nil, fmt.Errorf("start task %s: %w", job.TaskID, prepFailed(err))
 	}
 	return &preparedProcess{p: p, job: job, path: path, files: files, out: out}, nil
 }
@@ -151,7 +151,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 	c, err := spawn(pp.path, job.Command, job.Workdir, buildEnv(os.Environ(), job, files), out)
 	if err != nil {
 		out.abort()
-		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], err)
+		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], spawnFailed(err))
 	}
 	out.spawned()
 	// The child cannot have been reaped yet (only wait reaps it), so

@@ -186,10 +186,10 @@ func (p *Python) prepare(job *Job) (string, error) {
 	spec.ErrorFile = prefix + errorSuffix
 	specPath := prefix + pythonSpecSuffix
 	if err := writeJSON(specPath, spec); err != nil {
-		return "", err
+		return "", prepFailed(err)
 	}
 	if err := os.Remove(spec.ErrorFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("remove stale error file: %w", err)
+		return "", prepFailed(fmt.Errorf("remove stale error file: %w", err))
 	}
 	job.Command = append(p.runnerCommand(p.interpreter(job.Python)), specPath)
 	return spec.ErrorFile, nil

@@ -320,18 +320,21 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if err != nil {
 		return err
 	}
-	if r.Unstarted && t.Status != Dispatched {
-		return invalid("task_interrupted: task %s is %s: an unstarted interruption is of a dispatched task", t.ID(), t.Status)
+	if (r.Unstarted || r.NotRun) && t.Status != Dispatched {
+		return invalid("task_interrupted: task %s is %s: an unstarted or unprepared attempt is dispatched", t.ID(), t.Status)
 	}
 	s.touch(t)
 	s.flight(t, -1)
-	if !r.Clean && !r.Unstarted {
+	if !r.Clean && !r.Unstarted && !r.NotRun {
 		t.Interruptions++
 	}
 	switch {
 	case t.Run.CancelRequested:
 		t.Error = "cancelled"
 		s.cancel(t, r.At)
+	case r.NotRun:
+		t.Status, t.Error, t.NotBefore = Pending, r.Reason, r.NotBefore
+		s.ready.push(t)
 	case t.Spec().OnInterrupt == "fail":
 		t.Error, t.ExitCode = "interrupted, and on_interrupt is fail: not run again", -1
 		s.fail(t, r.At)

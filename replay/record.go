@@ -144,8 +144,17 @@ type TaskInterrupted struct {
 	// frame to ride) ran for a moment, and it does not count toward the
 	// crash loop. Only a task dispatched may be recorded so. Records of
 	// versions before it lack the key and count as they did.
-	Unstarted bool  `msgpack:"unstarted,omitempty"`
-	At        int64 `msgpack:"at"`
+	Unstarted bool `msgpack:"unstarted,omitempty"`
+	// NotRun: the daemon could not prepare the attempt (its input file,
+	// its log, the resources of its spawn: a full disk, too many open
+	// files), so nothing of it ran. Not the task's failure: it spends no
+	// retry, counts no interruption, ignores on_interrupt: fail, and runs
+	// again as the next attempt from NotBefore (the engine's backoff);
+	// Reason says why, shown as the task's error while it waits.
+	NotRun    bool   `msgpack:"notrun,omitempty"`
+	Reason    string `msgpack:"why,omitempty"`
+	NotBefore int64  `msgpack:"nb,omitempty"`
+	At        int64  `msgpack:"at"`
 }
 
 // RunCancelRequested cancels a run: its pending tasks become cancelled at
