@@ -63,7 +63,7 @@ func TestUnpreparedAttemptRunsAgainWithoutSpendingRetries(t *testing.T) {
 		if got := tv.NotBefore.Sub(clock.Now()); got != wait {
 			t.Fatalf("attempt %d not prepared: runs again in %s, want %s (backoff)", attempt, got, wait)
 		}
-		log, _ := os.ReadFile(LogPath(dir, id, "t", attempt))
+		log, _ := os.ReadFile(Layout(dir).AttemptLog(id, "t", attempt))
 		if !strings.Contains(string(log), "[orkwal: attempt not started: the daemon could not prepare it: ") {
 			t.Fatalf("attempt %d's log: %q, want why it did not start", attempt, log)
 		}

@@ -44,7 +44,7 @@ func TestPrepareErrorIsTyped(t *testing.T) {
 		}
 		h, err := ex.Start(job, func(Event) {})
 		if h != nil {
-			h.Stop(0)
+			h.Stop(0, "test")
 		}
 		var pe *PrepareError
 		if errors.As(err, &pe) != c.prep {
