@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,8 +153,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	sample(w, "orkwal_log_followers", "", float64(s.metrics.followers.Load()))
 	family(w, "orkwal_log_followers_max", "gauge", "The most log streams served at once; more answer 429.")
 	sample(w, "orkwal_log_followers_max", "", float64(s.maxFollowers))
-	family(w, "go_goroutines", "gauge", "Goroutines of the daemon.")
-	sample(w, "go_goroutines", "", float64(runtime.NumGoroutine()))
+	writeProcessMetrics(w)
 	writeEngineMetrics(w, s.eng.Stats())
 
 	m := s.metrics

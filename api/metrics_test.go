@@ -8,15 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/wal"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 var (
@@ -31,6 +35,10 @@ func (f *fixture) scrape() map[string]float64 {
 	code, body := f.do("GET", "/metrics", "")
 	if code != 200 {
 		f.t.Fatalf("metrics: %d %s", code, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	if _, err := parser.TextToMetricFamilies(strings.NewReader(body)); err != nil {
+		f.t.Fatalf("the Prometheus text parser refuses /metrics: %v\n%s", err, body)
 	}
 	out := map[string]float64{}
 	typed := map[string]string{}
@@ -47,7 +55,7 @@ func (f *fixture) scrape() map[string]float64 {
 		}
 		family := m[1]
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if base := strings.TrimSuffix(family, suffix); base != family && typed[base] == "histogram" {
+			if base := strings.TrimSuffix(family, suffix); base != family && (typed[base] == "histogram" || typed[base] == "summary") {
 				family = base
 			}
 		}
@@ -224,5 +232,38 @@ func TestEngineMetrics(t *testing.T) {
 	}
 	if strings.Contains(body, "orkwal_wal_bytes 0\n") {
 		t.Error("orkwal_wal_bytes is 0 after writes")
+	}
+}
+
+// TestProcessMetrics: /metrics has the process and Go runtime metrics every
+// exporter has, under client_golang's names, with values that are this
+// process's.
+func TestProcessMetrics(t *testing.T) {
+	f := newFixture(t)
+	got := f.scrape()
+	now := float64(time.Now().Unix())
+	checks := []struct {
+		name   string
+		lo, hi float64
+	}{
+		{"process_resident_memory_bytes", 1 << 20, 1 << 40},
+		{"process_virtual_memory_bytes", 1 << 20, 1 << 50},
+		{"process_cpu_seconds_total", 1e-6, 1e6},
+		{"process_open_fds", 3, got["process_max_fds"]},
+		{"process_max_fds", 3, 1 << 40},
+		{"process_start_time_seconds", now - 3600, now + 1},
+		{"go_goroutines", 1, 1e6},
+		{"go_threads", 1, 1e6},
+		{"go_memstats_heap_alloc_bytes", 1, 1 << 40},
+		{"go_memstats_sys_bytes", 1 << 20, 1 << 40},
+		{"go_gc_duration_seconds_count", 0, 1e9},
+		{`go_gc_duration_seconds{quantile="0.5"}`, 0, 60},
+		{`go_info{version="` + runtime.Version() + `"}`, 1, 1},
+	}
+	for _, c := range checks {
+		v, ok := got[c.name]
+		if !ok || v < c.lo || v > c.hi {
+			t.Errorf("%s = %v (present %v), want within [%v, %v]", c.name, v, ok, c.lo, c.hi)
+		}
 	}
 }

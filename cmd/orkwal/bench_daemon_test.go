@@ -485,3 +485,30 @@ func BenchmarkBinarySize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMetricsLibrarySize: what client_golang serving the process and
+// Go metrics would add to the release binary (built with the promsize tag,
+// cmd/orkwal/promsize.go) over the hand-written exposition.
+//
+//	go test -run '^$' -bench BenchmarkMetricsLibrarySize -benchtime 1x ./cmd/orkwal/
+func BenchmarkMetricsLibrarySize(b *testing.B) {
+	var plain, lib int64
+	for i := 0; i < b.N; i++ {
+		for _, c := range []struct {
+			tags string
+			size *int64
+		}{{"urfave_cli_no_docs", &plain}, {"urfave_cli_no_docs promsize", &lib}} {
+			bin := filepath.Join(b.TempDir(), "orkwal")
+			if err := makeBuild(bin, "TAGS="+c.tags); err != nil {
+				b.Fatal(err)
+			}
+			info, err := os.Stat(bin)
+			if err != nil {
+				b.Fatal(err)
+			}
+			*c.size = info.Size()
+		}
+	}
+	b.ReportMetric(float64(plain)/(1<<20), "handwritten-MiB")
+	b.ReportMetric(float64(lib-plain)/(1<<20), "client_golang-added-MiB")
+}
