@@ -57,6 +57,12 @@ func clientCommand(cmd *cli.Command, remote bool) *cli.Command {
 	return cmd
 }
 
+// paramFlag is -p key=value, repeatable: a run's params.
+func paramFlag() cli.Flag {
+	return &cli.GenericFlag{Name: "param", Aliases: []string{"p"}, Value: &paramsFlag{},
+		Usage: "set the workflow parameter `key=value` (repeatable)"}
+}
+
 func outputFlag() cli.Flag {
 	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output `FORMAT`: table or json"}
 }
@@ -85,8 +91,7 @@ func triggerCommand() *cli.Command {
 		Usage:     "start a run of a workflow and print its id",
 		ArgsUsage: "NAME",
 		Flags: []cli.Flag{
-			&cli.GenericFlag{Name: "param", Aliases: []string{"p"}, Value: &paramsFlag{},
-				Usage: "set the workflow parameter `key=value` (repeatable)"},
+			paramFlag(),
 			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends (a live view on a terminal); exit 1 if it failed"},
 			&cli.StringFlag{Name: "idempotency-key", Usage: "send `KEY` as the Idempotency-Key: a trigger with a key already used answers that run, creating none"},
 			outputFlag(),

@@ -499,7 +499,7 @@ func TestFlagOnlyCommandsRefuseArguments(t *testing.T) {
 // stop` answered "No help topic for 'foo'" and exit code 3 (not found).
 func TestUnknownCommand(t *testing.T) {
 	for args, want := range map[string]string{
-		"foo":           `orkwal: unknown command "foo": use run, wal, apply,`,
+		"foo":           `orkwal: unknown command "foo": use run, exec, wal, apply,`,
 		"wal foo":       `orkwal: wal: unknown command "foo": use verify, inspect, repair, compact (see orkwal wal --help)`,
 		"schedule stop": `orkwal: schedule: unknown command "stop": use pause, resume (see orkwal schedule --help)`,
 	} {

@@ -54,7 +54,7 @@ func newApp() *cli.App {
 		Name:                 "orkwal",
 		Usage:                "a database-free workflow orchestrator",
 		EnableBashCompletion: true,
-		Commands:             append(append([]*cli.Command{runCommand(), walCommand()}, clientCommands()...), healthCommand(), versionCommand()),
+		Commands:             append(append([]*cli.Command{runCommand(), execCommand(), walCommand()}, clientCommands()...), healthCommand(), versionCommand()),
 		Action:               commandGroup(true),
 		Version:              readBuildInfo().Version,
 		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
