@@ -123,6 +123,7 @@ func (s *Server) register() {
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /metrics", s.serveMetrics)
 	s.handle("GET /openapi.json", serveOpenAPI)
+	s.handle("GET /schema/workflow.json", serveWorkflowSchema)
 	s.handle("GET /workflows", s.listWorkflows)
 	s.handle("POST /workflows", s.putWorkflow)
 	s.handle("GET /workflows/{name}", s.getWorkflow)

@@ -3,6 +3,8 @@ package api
 import (
 	_ "embed"
 	"net/http"
+
+	"github.com/orkwal/orkwal/replay/workflow"
 )
 
 // openAPI describes every endpoint (OpenAPI 3.1); docs/api.md is its prose
@@ -15,4 +17,12 @@ func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write(openAPI)
+}
+
+// serveWorkflowSchema answers the JSON Schema of workflow files (owned by
+// replay/workflow, which parses them).
+func serveWorkflowSchema(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/schema+json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(workflow.Schema)
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/orkwal/orkwal/replay/workflow"
 )
 
 // TestOpenAPIAndDocsDescribeEveryRoute: openapi.json and docs/api.md name
@@ -48,5 +50,15 @@ func TestOpenAPIAndDocsDescribeEveryRoute(t *testing.T) {
 	}
 	for r := range documented {
 		t.Errorf("openapi.json describes %s, which is not a route", r)
+	}
+}
+
+// TestServesTheWorkflowSchema: GET /schema/workflow.json answers the schema
+// replay/workflow embeds, for editors to fetch from the daemon.
+func TestServesTheWorkflowSchema(t *testing.T) {
+	f := newFixture(t)
+	code, body := f.do("GET", "/schema/workflow.json", "")
+	if code != 200 || body != string(workflow.Schema) {
+		t.Fatalf("GET /schema/workflow.json: %d, %d bytes; want 200 and the %d bytes of workflow.Schema", code, len(body), len(workflow.Schema))
 	}
 }
