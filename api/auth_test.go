@@ -23,6 +23,7 @@ func TestTokenRequired(t *testing.T) {
 		{"POST", "/runs/" + id + "/retry"}, {"GET", "/runs/" + id + "/tasks"}, {"GET", "/runs/" + id + "/tasks/t/logs"},
 		{"GET", "/metrics"}, {"GET", "/openapi.json"}, {"GET", "/nope"}, {"PUT", "/workflows"},
 		{"POST", "/workflows/w/schedule/pause"}, {"POST", "/workflows/w/schedule/resume"},
+		{"GET", "/schema/workflow.json"}, {"GET", "/events"},
 	}
 	if len(endpoints) < len(f.api.Routes()) {
 		t.Fatalf("%d routes, %d in the test: add the new ones", len(f.api.Routes()), len(endpoints))
