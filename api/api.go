@@ -20,7 +20,7 @@ import (
 
 // Body size caps.
 const (
-	MaxWorkflowBytes = 1 << 20
+	MaxWorkflowBytes = workflow.MaxBytes // the one limit of every way a workflow arrives
 	MaxTriggerBytes  = 64 << 10
 )
 
@@ -158,7 +158,27 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, msg)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	folder, ok := s.eng.FolderStatus()
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	}
+	// A folder that did not load leaves the daemon serving (200) with the
+	// versions it had: "degraded" says so, and why, to the authorized.
+	health := healthView{Status: "ok", Workflows: &folder}
+	if !folder.OK {
+		health.Status = "degraded"
+	}
+	if s.hasToken && !s.authorized(r) {
+		folder.Problems, folder.Dir = nil, "" // they name paths
+	}
+	writeJSON(w, http.StatusOK, health)
+}
+
+// healthView is /healthz's answer with a workflows folder.
+type healthView struct {
+	Status    string               `json:"status"`
+	Workflows *engine.FolderStatus `json:"workflows_folder"`
 }
 
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) {
@@ -176,9 +196,9 @@ func (s *Server) putWorkflow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	spec, err := workflow.Parse(file, body)
+	spec, err := engine.CheckWorkflow(file, body)
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("%w: %v", engine.ErrInvalid, err))
+		s.fail(w, r, err)
 		return
 	}
 	view, changed, err := s.eng.PutWorkflow(spec, string(body))

@@ -149,6 +149,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	}
 	family(w, "orkwal_wal_failed", "gauge", "1 once the write-ahead log failed and the daemon refuses writes (fail-stop), else 0.")
 	sample(w, "orkwal_wal_failed", "", walFailed)
+	writeFolderMetrics(w, s.eng)
 	family(w, "orkwal_log_followers", "gauge", "Log streams (logs?follow=1) being served.")
 	sample(w, "orkwal_log_followers", "", float64(s.metrics.followers.Load()))
 	family(w, "orkwal_log_followers_max", "gauge", "The most log streams served at once; more answer 429.")
@@ -276,4 +277,21 @@ func writeHistogram(w io.Writer, name, help string, h *engine.Histogram) {
 	}
 	sample(w, name+"_sum", "", sum)
 	sample(w, name+"_count", "", float64(count))
+}
+
+// writeFolderMetrics says whether the --workflows folder's last load was
+// recorded (absent without a folder).
+func writeFolderMetrics(w io.Writer, eng *engine.Engine) {
+	st, ok := eng.FolderStatus()
+	if !ok {
+		return
+	}
+	loaded := 0.0
+	if st.OK {
+		loaded = 1
+	}
+	family(w, "orkwal_workflows_folder_loaded", "gauge", "1 when the last load of the --workflows folder was recorded, 0 when a bad file kept the whole folder out (see /healthz).")
+	sample(w, "orkwal_workflows_folder_loaded", "", loaded)
+	family(w, "orkwal_workflows_folder_problems", "gauge", "Problems (bad files, names defined twice) of the last load of the --workflows folder.")
+	sample(w, "orkwal_workflows_folder_problems", "", float64(len(st.Problems)))
 }

@@ -1,29 +1,32 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
-// PutWorkflow stores spec as the workflow's next version, unless it is the
-// same as the current one (then nothing is written and changed is false).
+// PutWorkflow stores spec, which came through the API, as the workflow's
+// next version, unless it is the same as the current one (then nothing is
+// written and changed is false). A workflow managed by a file of the
+// --workflows folder is refused (ErrConflict naming the file).
 func (e *Engine) PutWorkflow(spec *workflow.Spec, source string) (w WorkflowView, changed bool, err error) {
-	if err := validateExecutors(spec); err != nil {
+	if err := validateExecutors(spec, "workflow "+spec.Name); err != nil {
 		return WorkflowView{}, false, err
 	}
 	v, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
-		if cur, ok := st.Workflows[spec.Name]; ok && cur.Source == source && sameSpec(cur.Spec, spec) {
-			return nil, false, nil
+		if err := e.refuseManaged(st, spec.Name, "replace"); err != nil {
+			return nil, nil, err
 		}
-		return &replay.WorkflowPut{Spec: spec, Source: source, At: now}, true, nil
+		if rec := putRecord(st, spec, source, "", now); rec != nil {
+			return rec, true, nil
+		}
+		return nil, false, nil
 	})
 	if err != nil {
 		return WorkflowView{}, false, err
@@ -32,35 +35,15 @@ func (e *Engine) PutWorkflow(spec *workflow.Spec, source string) (w WorkflowView
 	return w, v.(bool), nil
 }
 
-// validateExecutors checks what only the executors know: the type
-// descriptions of the tasks (of every executor: Ork checks them when the
-// file loads).
-func validateExecutors(spec *workflow.Spec) error {
-	for _, t := range spec.Tasks {
-		if t.InputType == nil && t.OutputType == nil && t.Executor != "python" {
-			continue
-		}
-		job := pythonJob(&replay.Task{Run: &replay.Run{Spec: spec}, SpecIndex: indexOf(spec, t)})
-		if err := executors.ValidatePythonTypes(job); err != nil {
-			return fmt.Errorf("%w: workflow %s: tasks.%s: %v", ErrInvalid, spec.Name, t.Name, err)
-		}
+// putRecord is the record that stores spec (from source, managed by file,
+// "" for none) as its workflow's next version: a version above any the
+// name ever had. nil when the current version is the same spec from the
+// same source and file.
+func putRecord(st *replay.State, spec *workflow.Spec, source, file string, now int64) *replay.WorkflowPut {
+	if cur, ok := st.Workflows[spec.Name]; ok && cur.Source == source && cur.File == file && sameSpec(cur.Spec, spec) {
+		return nil
 	}
-	return nil
-}
-
-func indexOf(spec *workflow.Spec, t *workflow.Task) int {
-	for i, x := range spec.Tasks {
-		if x == t {
-			return i
-		}
-	}
-	return -1
-}
-
-func sameSpec(a, b *workflow.Spec) bool {
-	ea, err1 := a.Canonical()
-	eb, err2 := b.Canonical()
-	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
+	return &replay.WorkflowPut{Spec: spec, Source: source, Version: st.LastVersion(spec.Name) + 1, File: file, At: now}
 }
 
 // DeleteWorkflow removes a workflow. It is refused while runs of it are not
@@ -69,6 +52,9 @@ func (e *Engine) DeleteWorkflow(name string) error {
 	_, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
 		if _, ok := st.Workflows[name]; !ok {
 			return nil, nil, fmt.Errorf("%w: workflow %q", ErrNotFound, name)
+		}
+		if err := e.refuseManaged(st, name, "delete"); err != nil {
+			return nil, nil, err
 		}
 		for _, r := range st.RunList {
 			if r.Workflow == name && !r.Status.Finished() {

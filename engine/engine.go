@@ -44,7 +44,8 @@ type Engine struct {
 	// prepare (task id → count), for the backoff (see decideNotRun).
 	notRunCount map[string]int
 
-	poison atomic.Pointer[error] // set once the WAL failed: fail-stop
+	poison atomic.Pointer[error]       // set once the WAL failed: fail-stop
+	folder atomic.Pointer[folderState] // the workflows folder's last sync (folder.go), nil without one
 
 	events broker // subscribers to committed events (see events.go)
 

@@ -22,7 +22,22 @@ type event struct {
 // the caller gets once that record is durable.
 type command struct {
 	decide func(st *replay.State, now int64) (rec replay.Record, value any, err error)
-	reply  chan result
+	// decideAll, when set instead of decide, returns several records: they
+	// are applied in order and logged in the turn's frame, all or none.
+	decideAll func(st *replay.State, now int64) (recs []replay.Record, value any, err error)
+	reply     chan result
+}
+
+// records runs the command's decision.
+func (c *command) records(st *replay.State, now int64) ([]replay.Record, any, error) {
+	if c.decideAll != nil {
+		return c.decideAll(st, now)
+	}
+	rec, value, err := c.decide(st, now)
+	if rec == nil {
+		return nil, value, err
+	}
+	return []replay.Record{rec}, value, err
 }
 
 type result struct {
@@ -208,16 +223,17 @@ func (e *Engine) decideCommand(c *command, now int64, out *turnOutput) {
 		out.replies = append(out.replies, pendingReply{c, result{err: err}})
 		return
 	}
-	rec, value, err := c.decide(e.state, now)
-	if err == nil && rec != nil {
-		if err = e.state.Apply(rec); err != nil {
+	recs, value, err := c.records(e.state, now)
+	for i := 0; err == nil && i < len(recs); i++ {
+		// A record Apply refuses was decided wrongly; those applied before
+		// it are logged all the same, so that the log holds the state.
+		if err = e.state.Apply(recs[i]); err != nil {
 			err = fmt.Errorf("%w: %v", ErrConflict, err)
+			break
 		}
-	}
-	if err == nil && rec != nil {
-		out.recs = append(out.recs, rec)
+		out.recs = append(out.recs, recs[i])
 		out.progress = true
-		if c, ok := rec.(*replay.RunCancelRequested); ok {
+		if c, ok := recs[i].(*replay.RunCancelRequested); ok {
 			e.stopRun(c.ID, out)
 		}
 	}
@@ -576,7 +592,16 @@ func (e *Engine) beginShutdown() {
 
 // do submits a command and waits for its durable outcome.
 func (e *Engine) do(decide func(*replay.State, int64) (replay.Record, any, error)) (any, error) {
-	c := &command{decide: decide, reply: make(chan result, 1)}
+	return e.send(&command{decide: decide, reply: make(chan result, 1)})
+}
+
+// doAll is do for a decision of several records, logged all or none.
+func (e *Engine) doAll(decide func(*replay.State, int64) ([]replay.Record, any, error)) (any, error) {
+	return e.send(&command{decideAll: decide, reply: make(chan result, 1)})
+}
+
+// send hands c to the loop and waits for its answer.
+func (e *Engine) send(c *command) (any, error) {
 	select {
 	case <-e.done:
 		return nil, fmt.Errorf("%w: engine stopped", ErrUnavailable)

@@ -21,9 +21,14 @@ type WorkflowView struct {
 	Params      map[string]string `json:"params,omitempty"`
 	Tasks       []*workflow.Task  `json:"tasks"`
 	Source      string            `json:"source,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
-	Schedule    *ScheduleView     `json:"schedule,omitempty"`
+	// File is the --workflows file this version was loaded from ("" when
+	// it came through the API); ManagedBy is that file while it manages
+	// the workflow (the API refuses to replace or delete it).
+	File      string        `json:"file,omitempty"`
+	ManagedBy string        `json:"managed_by,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	Schedule  *ScheduleView `json:"schedule,omitempty"`
 }
 
 // ScheduleView is a workflow's cron schedule and its recent fires.
@@ -102,7 +107,7 @@ func tsp(ns int64) *time.Time {
 func (e *Engine) viewWorkflow(w *replay.Workflow) WorkflowView {
 	v := WorkflowView{Name: w.Name, Version: w.Version, Description: w.Spec.Description,
 		Params: w.Spec.Params, Tasks: w.Spec.Tasks, Source: w.Source,
-		CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
+		File: w.File, ManagedBy: e.managedBy(e.state, w.Name), CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt)}
 	if sc := e.state.Schedules[w.Name]; sc != nil && w.Spec.Schedule != nil {
 		v.Schedule = e.viewSchedule(sc, w.Spec.Schedule)
 	}

@@ -54,10 +54,20 @@ func (s *State) applyWorkflowPut(r *WorkflowPut) error {
 	if r.Spec == nil || r.Spec.Name == "" || len(r.Spec.Tasks) == 0 {
 		return invalid("workflow_put without a spec, a name or tasks")
 	}
-	w := &Workflow{Name: r.Spec.Name, Version: 1, Spec: r.Spec, Source: r.Source,
+	w := &Workflow{Name: r.Spec.Name, Version: 1, Spec: r.Spec, Source: r.Source, File: r.File,
 		CreatedAt: r.At, UpdatedAt: r.At}
-	if old, ok := s.Workflows[w.Name]; ok {
+	old, ok := s.Workflows[w.Name]
+	if ok {
 		w.Version, w.CreatedAt = old.Version+1, old.CreatedAt
+	}
+	if r.Version != 0 {
+		if last := s.LastVersion(w.Name); r.Version <= last {
+			return invalid("workflow_put %s version %d: the name already had version %d", w.Name, r.Version, last)
+		}
+		w.Version = r.Version
+	}
+	if w.Version >= s.Retired[w.Name] { // else an earlier version's record after a delete: it restarted at 1
+		delete(s.Retired, w.Name)
 	}
 	s.Workflows[w.Name] = w
 	s.putSchedule(r.Spec, r.At)
@@ -83,9 +93,11 @@ func (s *State) putSchedule(spec *workflow.Spec, at int64) {
 }
 
 func (s *State) applyWorkflowDeleted(r *WorkflowDeleted) error {
-	if _, ok := s.Workflows[r.Name]; !ok {
+	w, ok := s.Workflows[r.Name]
+	if !ok {
 		return invalid("delete of unknown workflow %q", r.Name)
 	}
+	s.Retired[r.Name] = max(w.Version, s.Retired[r.Name])
 	delete(s.Workflows, r.Name)
 	delete(s.Schedules, r.Name)
 	return nil

@@ -241,3 +241,24 @@ func TestHashIgnoresMapOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkflowPutVersions: a put records its version, above every version
+// the name had (deleted ones included), and Apply refuses one that is not;
+// records of earlier versions (no version) replay as they were written:
+// previous + 1, or 1 after a delete, with the runs that pinned it.
+func TestWorkflowPutVersions(t *testing.T) {
+	s := New()
+	mustApply(t, s, &WorkflowPut{Spec: diamond(), At: 1}, &WorkflowPut{Spec: diamond(), At: 2},
+		&WorkflowDeleted{Name: "diamond", At: 3}, &WorkflowPut{Spec: diamond(), At: 4},
+		&RunCreated{ID: "r1", Workflow: "diamond", Version: 1, At: 5})
+	if w := s.Workflows["diamond"]; w.Version != 1 || s.LastVersion("diamond") != 2 {
+		t.Fatalf("old records: version %d, last %d; want 1 (as written then), last 2", w.Version, s.LastVersion("diamond"))
+	}
+	if err := s.Apply(&WorkflowPut{Spec: diamond(), Version: 2, At: 6}); err == nil {
+		t.Fatal("a put whose version the name already had was applied")
+	}
+	mustApply(t, s, &WorkflowPut{Spec: diamond(), Version: 3, File: "/w/d.yaml", At: 7})
+	if w := s.Workflows["diamond"]; w.Version != 3 || w.File != "/w/d.yaml" {
+		t.Fatalf("put: version %d file %q", w.Version, w.File)
+	}
+}

@@ -34,8 +34,9 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 		if err != nil {
 			return err
 		}
-		vals = append(vals, w.Name, w.Version, spec, w.Source, w.CreatedAt, w.UpdatedAt)
+		vals = append(vals, w.Name, w.Version, spec, w.Source, w.File, w.CreatedAt, w.UpdatedAt)
 	}
+	vals = append(vals, s.Retired)
 	scheds := make([]string, 0, len(s.Schedules))
 	for n := range s.Schedules {
 		scheds = append(scheds, n)

@@ -59,11 +59,20 @@ type Record interface {
 	Kind() Kind
 }
 
-// WorkflowPut stores a new version of a workflow (version = previous + 1).
+// WorkflowPut stores a new version of a workflow.
 type WorkflowPut struct {
 	Spec   *workflow.Spec `msgpack:"spec"`
 	Source string         `msgpack:"src,omitempty"` // the YAML as given, for display
-	At     int64          `msgpack:"at"`
+	// Version is the version this put records: above every version the
+	// name ever had, deleted ones included, so a version names one
+	// workflow for good. 0 in records written before it existed: then
+	// previous + 1, or 1 (which restarted at 1 after a delete).
+	Version int `msgpack:"ver,omitempty"`
+	// File is the workflow file of a --workflows folder this version was
+	// loaded from: the file manages the workflow. "" when it came through
+	// the API.
+	File string `msgpack:"file,omitempty"`
+	At   int64  `msgpack:"at"`
 }
 
 // WorkflowDeleted removes a workflow. Runs that pinned it keep their version.

@@ -47,6 +47,11 @@ type Snapshot struct {
 	Schedules  []Schedule
 	Runs       []SnapRun
 	Alerts     []Alert `msgpack:",omitempty"` // in raise order; absent before issue 25
+	// Files is the --workflows file of each workflow that has one (by
+	// name); Retired the last version of each deleted name. Both absent
+	// from snapshots written before they existed (then empty).
+	Files   map[string]string `msgpack:",omitempty"`
+	Retired map[string]int    `msgpack:",omitempty"`
 
 	// copies are the runs as value copies, taken under the engine's lock
 	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
@@ -160,6 +165,18 @@ func (snap *Snapshot) copyWorkflows(s *State) {
 		snap.specOf(w.Name, w.Version, w.Spec)
 		snap.Workflows = append(snap.Workflows, SnapWorkflow{Name: w.Name, Version: w.Version, Source: w.Source,
 			CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt})
+		if w.File != "" {
+			if snap.Files == nil {
+				snap.Files = map[string]string{}
+			}
+			snap.Files[w.Name] = w.File
+		}
+	}
+	if len(s.Retired) > 0 {
+		snap.Retired = make(map[string]int, len(s.Retired))
+		for name, v := range s.Retired {
+			snap.Retired[name] = v
+		}
 	}
 	for _, name := range sortedNames(s.Schedules) {
 		sc := *s.Schedules[name]
@@ -344,7 +361,10 @@ func Restore(snap *Snapshot) (*State, error) {
 			return nil, fmt.Errorf("replay: snapshot: workflow %s has no spec for version %d", w.Name, w.Version)
 		}
 		s.Workflows[w.Name] = &Workflow{Name: w.Name, Version: w.Version, Spec: spec, Source: w.Source,
-			CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+			File: snap.Files[w.Name], CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	}
+	for name, v := range snap.Retired {
+		s.Retired[name] = v
 	}
 	for i := range snap.Schedules {
 		sc := snap.Schedules[i]

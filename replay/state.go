@@ -51,7 +51,10 @@ const MaxInterruptions = 3
 
 // State is everything orkwal knows, rebuilt by applying the log in order.
 type State struct {
-	Workflows  map[string]*Workflow // current version of each live workflow
+	Workflows map[string]*Workflow // current version of each live workflow
+	// Retired is the last version of each deleted workflow name (until it
+	// is put again): versions only grow for a name.
+	Retired    map[string]int
 	Schedules  map[string]*Schedule // by workflow, for workflows with a schedule
 	Runs       map[string]*Run
 	RunList    []*Run // in creation order
@@ -74,7 +77,7 @@ type State struct {
 
 // New returns an empty state.
 func New() *State {
-	return &State{Workflows: map[string]*Workflow{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
+	return &State{Workflows: map[string]*Workflow{}, Retired: map[string]int{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
 		mutexes: map[string][]*Task{}, mutexHeld: map[string]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
 }
 
@@ -105,8 +108,9 @@ type Workflow struct {
 	Version   int
 	Spec      *workflow.Spec
 	Source    string
-	CreatedAt int64 // first version
-	UpdatedAt int64 // this version
+	File      string // the --workflows file this version was loaded from ("" = the API)
+	CreatedAt int64  // first version
+	UpdatedAt int64  // this version
 }
 
 // Run is one execution of a pinned workflow version.
@@ -263,4 +267,14 @@ func (s *State) Task(ref TaskRef) (*Task, error) {
 		return nil, fmt.Errorf("replay: run %s has no task %d", ref.Run, ref.Task)
 	}
 	return run.Tasks[ref.Task], nil
+}
+
+// LastVersion is the highest version the workflow name ever had (its
+// current one, or its last before it was deleted), 0 if none: the next put
+// records a version above it.
+func (s *State) LastVersion(name string) int {
+	if w, ok := s.Workflows[name]; ok {
+		return max(w.Version, s.Retired[name])
+	}
+	return s.Retired[name]
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net"
 	"strings"
 
@@ -52,6 +53,15 @@ func checkExposure(addr, token string, insecure bool) error {
 	return exitf(exitUsage, "refusing to listen on %s without a token: it is not a loopback address, so anyone "+
 		"who can reach it could run commands here. Set --token or %s (clients send the same), "+
 		"listen on 127.0.0.1, or pass --insecure to accept the risk", addr, tokenEnv)
+}
+
+// warnExposure logs, at every boot, that a daemon without a token listens
+// on an address others may reach (--insecure allowed it).
+func warnExposure(logger *slog.Logger, addr, token string, insecure bool) {
+	if token == "" && insecure && !isLoopback(addr) {
+		logger.Warn("--insecure: serving WITHOUT a token on an address that is not loopback: anyone who can reach it "+
+			"can run commands on this machine; set --token (or "+tokenEnv+") to close it", "addr", addr)
+	}
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only: a

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/orkwal/orkwal/api"
 	"github.com/orkwal/orkwal/engine"
-	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/urfave/cli/v2"
 )
 
@@ -256,17 +254,16 @@ func applyAction(c *cli.Context) error {
 		return err
 	}
 	file := args[0]
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return exitf(exitFailure, "%v", err)
-	}
-	if _, err := workflow.Parse(file, data); err != nil {
-		return exitf(exitFailure, "%v", err)
-	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return exitf(exitFailure, "%s: %v", file, err)
 	}
+	// The daemon checks it again, the same way (engine.CheckWorkflow).
+	wf := engine.ReadWorkflowFile(file)
+	if wf.Err != nil {
+		return exitf(exitFailure, "%v", wf.Err)
+	}
+	data := []byte(wf.Source)
 	// The daemon resolves the workflow's relative paths against the file's
 	// folder, as for --workflows (it runs on the same machine).
 	var view engine.WorkflowView
@@ -307,14 +304,11 @@ func validateAction(c *cli.Context) error {
 
 // validateFile parses file and summarizes its tasks: "3 tasks: a, b, c".
 func validateFile(file string) (string, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return "", err
+	wf := engine.ReadWorkflowFile(file)
+	if wf.Err != nil {
+		return "", wf.Err
 	}
-	spec, err := workflow.Parse(file, data)
-	if err != nil {
-		return "", err
-	}
+	spec := wf.Spec
 	names := make([]string, len(spec.Tasks))
 	for i, t := range spec.Tasks {
 		names[i] = t.Name

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -586,5 +587,26 @@ func TestRunThatCannotBindTouchesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("data folder after a failed bind: %v, want it absent", err)
+	}
+}
+
+// TestInsecureWarnsAtEveryBoot: --insecure on an address others may reach
+// served without a word.
+func TestInsecureWarnsAtEveryBoot(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		insecure    bool
+		warn        bool
+	}{
+		{"0.0.0.0:7777", "", true, true},
+		{"[::]:7777", "", true, true},
+		{"127.0.0.1:7777", "", true, false},
+		{"0.0.0.0:7777", "secret-token-0123456789", true, false},
+	} {
+		var buf strings.Builder
+		warnExposure(slog.New(slog.NewTextHandler(&buf, nil)), tc.addr, tc.token, tc.insecure)
+		if got := strings.Contains(buf.String(), "WITHOUT a token"); got != tc.warn {
+			t.Errorf("%+v: warned %v, want %v (%q)", tc, got, tc.warn, buf.String())
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,7 +44,7 @@ type daemon struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	addr string
-	logs *bytes.Buffer
+	logs *lockedBuffer // its stdout and stderr, readable while it runs
 }
 
 func startDaemon(t *testing.T, bin, data, addr string, env ...string) *daemon {
@@ -54,7 +53,7 @@ func startDaemon(t *testing.T, bin, data, addr string, env ...string) *daemon {
 
 func startDaemonOn(t *testing.T, bin, data, addr, workflows string, env ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, addr: addr, logs: &bytes.Buffer{}}
+	d := &daemon{t: t, addr: addr, logs: &lockedBuffer{}}
 	d.cmd = exec.Command(bin, "run", "--data", data, "--addr", addr, "--workflows", workflows)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs

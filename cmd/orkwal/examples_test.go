@@ -17,13 +17,6 @@ import (
 func TestBundledExamples(t *testing.T) {
 	want := map[string]string{"hello": "success", "etl": "success", "flaky-deploy": "failed", "ork-style": "success",
 		"fanout": "success", "ork-pipeline": "success", "http": "success"}
-	specs, err := loadWorkflowDir("../../examples")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(specs) != len(want) {
-		t.Fatalf("loaded %d examples, the test knows %d: add the new one here", len(specs), len(want))
-	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := engine.Open(engine.Config{DataDir: t.TempDir(), Logger: quiet})
 	if err != nil {
@@ -34,8 +27,12 @@ func TestBundledExamples(t *testing.T) {
 	srv := httptest.NewServer(api.New(eng, quiet)) // the http example calls the daemon back
 	defer srv.Close()
 	t.Setenv("ORKWAL_ADDR", strings.TrimPrefix(srv.URL, "http://"))
-	if err := applyWorkflows(eng, specs, quiet); err != nil {
+	change, err := eng.LoadFolder("../../examples")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(change.Recorded) != len(want) {
+		t.Fatalf("loaded %d examples, the test knows %d: add the new one here", len(change.Recorded), len(want))
 	}
 	ids := map[string]string{}
 	for name := range want {

@@ -2,21 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/orkwal/orkwal/api"
 	"github.com/orkwal/orkwal/engine"
-	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/urfave/cli/v2"
 )
 
@@ -33,7 +29,8 @@ func runCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data", Value: DefaultDataDir, EnvVars: []string{"ORKWAL_DATA"}, Usage: "data folder (WAL, logs)"},
 			&cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"}, Usage: "API listen address: host:port (not a URL)"},
-			&cli.StringFlag{Name: "workflows", Usage: "load every *.yaml/*.yml in this folder at boot, recording those that changed"},
+			&cli.StringFlag{Name: "workflows", Usage: "a folder whose *.yaml/*.yml files manage their workflows: loaded at boot, on SIGHUP and when they change, all or nothing"},
+			&cli.BoolFlag{Name: "strict-workflows", Usage: "refuse to boot when the --workflows folder has a bad file (by default the daemon serves the versions it had and says why)"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
@@ -74,9 +71,11 @@ func runDaemon(c *cli.Context) error {
 	if err := checkExposure(c.String("addr"), token, c.Bool("insecure")); err != nil {
 		return err
 	}
-	specs, err := loadWorkflowDir(c.String("workflows"))
-	if err != nil {
-		return exitf(exitFailure, "%v", err)
+	dir := c.String("workflows")
+	if dir != "" && c.Bool("strict-workflows") {
+		if err := checkStrictFolder(dir); err != nil {
+			return err
+		}
 	}
 	if c.Int("max-concurrent") < 1 {
 		return exitf(exitUsage, "--max-concurrent must be at least 1")
@@ -104,17 +103,23 @@ func runDaemon(c *cli.Context) error {
 	if token != "" {
 		os.Setenv("ORKWAL_TOKEN", token)
 	}
+	warnExposure(logger, ln.Addr().String(), token, c.Bool("insecure"))
 	eng.Start()
-	if err := applyWorkflows(eng, specs, logger); err != nil {
-		eng.Close()
-		return exitf(exitFailure, "%v", err)
+	var folder *folderLoader
+	if dir != "" {
+		folder = &folderLoader{dir: dir, eng: eng, logger: logger}
+		if err := folder.load("boot"); err != nil && c.Bool("strict-workflows") {
+			eng.Close()
+			return exitf(exitFailure, "--strict-workflows: %v", err)
+		}
 	}
-	return serve(eng, ln, logger, api.WithToken(token))
+	return serve(eng, ln, logger, folder, api.WithToken(token))
 }
 
 // serve runs the API until SIGTERM or SIGINT, then shuts down cleanly:
-// stop accepting, stop children, close the WAL.
-func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger, opts ...api.Option) error {
+// stop accepting, stop children, close the WAL. SIGHUP reloads the
+// workflows folder (folder may be nil: there is none).
+func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger, folder *folderLoader, opts ...api.Option) error {
 	handler := api.New(eng, logger, opts...)
 	// WriteTimeout bounds plain answers; log streams extend their own write
 	// deadline per write (see api.streamWriteStall).
@@ -123,6 +128,8 @@ func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger, opts ...api
 	srv.RegisterOnShutdown(handler.StopStreams)
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
+	stopReload := reloadOnSignals(folder, logger)
+	defer stopReload()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("orkwal is serving", "addr", "http://"+ln.Addr().String(), "pid", os.Getpid())
@@ -145,67 +152,34 @@ func serve(eng *engine.Engine, ln net.Listener, logger *slog.Logger, opts ...api
 	return nil
 }
 
-// loadedWorkflow is one parsed file of --workflows.
-type loadedWorkflow struct {
-	file   string
-	spec   *workflow.Spec
-	source string
-}
-
-// loadWorkflowDir parses every *.yaml and *.yml in dir (sorted by name). Any
-// invalid file fails the whole load, naming each bad file.
-func loadWorkflowDir(dir string) ([]loadedWorkflow, error) {
-	if dir == "" {
-		return nil, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--workflows: %w", err)
-	}
-	var out []loadedWorkflow
-	var problems []string
-	seen := map[string]string{}
-	for _, de := range entries {
-		ext := filepath.Ext(de.Name())
-		if de.IsDir() || (ext != ".yaml" && ext != ".yml") {
-			continue
-		}
-		file := filepath.Join(dir, de.Name())
-		data, err := os.ReadFile(file)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		spec, err := workflow.Parse(file, data)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		if prev, dup := seen[spec.Name]; dup {
-			problems = append(problems, fmt.Sprintf("%s: name: workflow %q is also defined in %s", file, spec.Name, prev))
-			continue
-		}
-		seen[spec.Name] = file
-		out = append(out, loadedWorkflow{file: file, spec: spec, source: string(data)})
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return nil, fmt.Errorf("invalid workflow files, nothing loaded:\n  %s", strings.Join(problems, "\n  "))
-	}
-	return out, nil
-}
-
-func applyWorkflows(eng *engine.Engine, specs []loadedWorkflow, logger *slog.Logger) error {
-	for _, w := range specs {
-		view, changed, err := eng.PutWorkflow(w.spec, w.source)
-		if err != nil {
-			return fmt.Errorf("%s: %w", w.file, err)
-		}
-		if changed {
-			logger.Info("workflow recorded", "name", view.Name, "version", view.Version, "file", w.file)
+// reloadOnSignals reloads the workflows folder on SIGHUP and when its
+// files change, until the returned stop is called. Without a folder,
+// SIGHUP only says so: it never stops the daemon (only SIGINT and SIGTERM
+// do).
+func reloadOnSignals(folder *folderLoader, logger *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	if folder != nil {
+		if err := folder.watch(done); err != nil {
+			logger.Warn("the workflows folder is reloaded on SIGHUP only", "err", err)
 		}
 	}
-	return nil
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				if folder == nil {
+					logger.Info("SIGHUP: no --workflows folder to reload (SIGINT or SIGTERM stops the daemon)")
+					continue
+				}
+				folder.load("SIGHUP")
+			}
+		}
+	}()
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // checkListenAddr refuses, before the data folder is opened, an --addr that

@@ -11,6 +11,17 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// The limits of a workflow, whichever way it arrives (a file of the
+// --workflows folder, POST /workflows, orkwal validate or apply): Parse
+// refuses more. A 1 MiB file of short tasks holds about 50,000 of them,
+// which would take about 120 MB of memory once parsed; 10,000 tasks is far
+// beyond a workflow a person writes (a fan-out's instances are not counted:
+// parallel and foreach have their own cap).
+const (
+	MaxBytes = 1 << 20 // the YAML text
+	MaxTasks = 10_000  // tasks in the file
+)
+
 // anonymousFile names, in error messages, a workflow that came without a file
 // (posted through the API).
 const anonymousFile = "workflow"
@@ -43,6 +54,9 @@ func Parse(filename string, data []byte) (spec *Spec, err error) {
 			spec, err = nil, &Error{File: p.file, Msg: fmt.Sprintf("internal error while parsing (please report it): %v", r)}
 		}
 	}()
+	if len(data) > MaxBytes {
+		return nil, &Error{File: p.file, Msg: fmt.Sprintf("%d bytes or more, above the limit of %d (1 MiB)", len(data), MaxBytes)}
+	}
 	if filename != "" {
 		dir, err := filepath.Abs(filepath.Dir(filename))
 		if err != nil {
@@ -287,6 +301,9 @@ func (p *parser) tasks(n *yaml.Node, path string) ([]parsedTask, error) {
 	}
 	if len(entries) == 0 {
 		return nil, p.fail(n, path, "must define at least one task")
+	}
+	if len(entries) > MaxTasks {
+		return nil, p.fail(n, path, "%d tasks, above the limit of %d", len(entries), MaxTasks)
 	}
 	out := make([]parsedTask, 0, len(entries))
 	bad := false

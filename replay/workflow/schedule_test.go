@@ -41,3 +41,21 @@ func FuzzParseCron(f *testing.F) {
 		}
 	})
 }
+
+// TestWorkflowLimits: the limits hold for every way a workflow arrives
+// (Parse is on each): a --workflows file had none (a 20 MB file loaded;
+// 100,000 tasks took 235 MB) while POST /workflows stopped at 1 MiB.
+func TestWorkflowLimits(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: big\ntasks:\n")
+	for i := 0; i <= MaxTasks; i++ {
+		b.WriteString("  t" + strconv.Itoa(i) + ": {executor: noop}\n")
+	}
+	if _, err := Parse("big.yaml", []byte(b.String())); err == nil || !strings.Contains(err.Error(), "big.yaml: tasks: 10001 tasks, above the limit of 10000") {
+		t.Errorf("%d tasks: %v", MaxTasks+1, err)
+	}
+	huge := "name: huge\ntasks:\n  t: {executor: noop}\n" + strings.Repeat("# padding\n", MaxBytes/10+1)
+	if _, err := Parse("huge.yaml", []byte(huge)); err == nil || !strings.Contains(err.Error(), "huge.yaml: ") || !strings.Contains(err.Error(), "above the limit of 1048576") {
+		t.Errorf("%d bytes: %v", len(huge), err)
+	}
+}
