@@ -41,7 +41,7 @@ func validateExecutors(spec *workflow.Spec, file string) error {
 		}
 		job := pythonJob(&replay.Task{Run: &replay.Run{Spec: spec}, SpecIndex: indexOf(spec, t)})
 		if err := executors.ValidatePythonTypes(job); err != nil {
-			return invalidWorkflow{fmt.Errorf("%s: tasks.%s.%w", file, t.Name, err)}
+			return invalidWorkflow{fmt.Errorf("%s: tasks.%s: %w", file, t.Name, err)}
 		}
 	}
 	return nil
