@@ -1,8 +1,6 @@
 package api
 
 import (
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,32 +17,9 @@ func BenchmarkRunsToCompletion(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		srv, eng := loadServer(b)
 		cl := loadClient(clients)
-		ids := make([]string, runs)
-		var next, failed atomic.Int64
-		var wg sync.WaitGroup
 		start := time.Now()
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					n := int(next.Add(1)) - 1
-					if n >= runs {
-						return
-					}
-					code, id, _, err := triggerOnce(cl, srv.URL, n)
-					if err != nil || code != 201 {
-						failed.Add(1)
-					}
-					ids[n] = id
-				}
-			}()
-		}
-		wg.Wait()
-		trig += time.Since(start)
-		if failed.Load() > 0 {
-			b.Fatalf("%d triggers failed", failed.Load())
-		}
+		ids, d := triggerBurst(b, cl, srv.URL, clients, runs)
+		trig += d
 		// Every run to completion: a cursor over the ids, advanced after
 		// each commit while the run under it has ended.
 		for k := 0; k < runs; {

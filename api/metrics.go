@@ -44,20 +44,10 @@ type metrics struct {
 	requests  map[reqKey]uint64
 	durations map[string]*histogram // by route
 	followers atomic.Int64
-
-	cacheMu sync.Mutex
-	// finished holds the task counts of finished runs, which change only if
-	// the run is retried (its finished_at then changes).
-	finished map[string]finishedRun
-}
-
-type finishedRun struct {
-	finishedAt time.Time
-	tasks      map[string]int
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[reqKey]uint64{}, durations: map[string]*histogram{}, finished: map[string]finishedRun{}}
+	return &metrics{requests: map[reqKey]uint64{}, durations: map[string]*histogram{}}
 }
 
 func (m *metrics) request(route string, code int, d time.Duration) {
@@ -76,48 +66,6 @@ func (m *metrics) request(route string, code int, d time.Duration) {
 	h.count++
 }
 
-// taskCounts counts the tasks of runs by status. A finished run's counts
-// are kept, so a scrape reads the tasks of active runs only.
-// TODO(engine): status counters kept by the engine would spare the scan of
-// every run's view (engine.Runs copies each run; fine for thousands of runs,
-// slow for millions).
-func (m *metrics) taskCounts(eng *engine.Engine, runs []engine.RunView) map[string]int {
-	m.cacheMu.Lock()
-	defer m.cacheMu.Unlock()
-	out := map[string]int{}
-	seen := make(map[string]bool, len(runs))
-	for _, r := range runs {
-		seen[r.ID] = true
-		counts := map[string]int(nil)
-		if c, ok := m.finished[r.ID]; ok && r.FinishedAt != nil && c.finishedAt.Equal(*r.FinishedAt) {
-			counts = c.tasks
-		} else {
-			full, err := eng.Run(r.ID)
-			if err != nil {
-				continue
-			}
-			counts = map[string]int{}
-			for _, t := range full.Tasks {
-				counts[t.Status]++
-			}
-			if finished(full.Status) && full.FinishedAt != nil {
-				m.finished[r.ID] = finishedRun{finishedAt: *full.FinishedAt, tasks: counts}
-			} else {
-				delete(m.finished, r.ID)
-			}
-		}
-		for st, n := range counts {
-			out[st] += n
-		}
-	}
-	for id := range m.finished {
-		if !seen[id] {
-			delete(m.finished, id)
-		}
-	}
-	return out
-}
-
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
@@ -126,23 +74,20 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	bw.Flush()
 }
 
+// writeMetrics costs O(1) in the number of runs and tasks: their counts
+// are kept by the engine (engine.Stats).
 func (s *Server) writeMetrics(w io.Writer) {
-	runs := s.eng.Runs(engine.RunFilter{})
-	byStatus := map[string]int{}
-	for _, r := range runs {
-		byStatus[r.Status]++
-	}
+	st := s.eng.Stats()
 	family(w, "orkwal_runs", "gauge", "Runs by status.")
-	for _, st := range runStatuses {
-		sample(w, "orkwal_runs", labels("status", st), float64(byStatus[st]))
+	for _, status := range runStatuses {
+		sample(w, "orkwal_runs", labels("status", status), float64(st.Runs[status]))
 	}
-	tasks := s.metrics.taskCounts(s.eng, runs)
 	family(w, "orkwal_tasks", "gauge", "Tasks of all runs by status (a fan-out counts as itself and as each instance).")
-	for _, st := range taskStatuses {
-		sample(w, "orkwal_tasks", labels("status", st), float64(tasks[st]))
+	for _, status := range taskStatuses {
+		sample(w, "orkwal_tasks", labels("status", status), float64(st.Tasks[status]))
 	}
 	family(w, "orkwal_workflows", "gauge", "Workflows recorded.")
-	sample(w, "orkwal_workflows", "", float64(len(s.eng.Workflows())))
+	sample(w, "orkwal_workflows", "", float64(st.Workflows))
 	walFailed := 0.0
 	if s.eng.Err() != nil {
 		walFailed = 1
@@ -155,7 +100,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	family(w, "orkwal_log_followers_max", "gauge", "The most log streams served at once; more answer 429.")
 	sample(w, "orkwal_log_followers_max", "", float64(s.maxFollowers))
 	writeProcessMetrics(w)
-	writeEngineMetrics(w, s.eng.Stats())
+	writeEngineMetrics(w, st)
 
 	m := s.metrics
 	m.mu.Lock()

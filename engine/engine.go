@@ -59,6 +59,7 @@ type Engine struct {
 	afterTurn func()        // tests only: called on the loop after each turn's effects
 	started   atomic.Bool
 	turns     atomic.Int64 // loop turns taken, for tests and metrics
+	looked    atomic.Int64 // ready tasks and parked runs dispatch looked at: a pass's cost, for tests
 
 	// Loop-owned: deadlines of attempts, cron schedules, and the timer for
 	// the next wake-up.

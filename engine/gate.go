@@ -25,42 +25,65 @@ func newGate(e *Engine, now int64) *gate {
 
 // blocked returns why t may not be dispatched now, or "" if it may. The
 // reasons are the waiting causes the API shows.
-func (g *gate) blocked(t *replay.Task) string {
+func (g *gate) blocked(t *replay.Task) string { return g.reason(t, g.holds(t)) }
+
+// holds returns the gate that holds t back now (replay.GateNone: none),
+// checked in the order blocked reports them. It builds no text: dispatch
+// calls it for every task it looks at.
+func (g *gate) holds(t *replay.Task) replay.Gate {
 	st := g.e.state
-	spec := t.Spec()
-	if t.Parent >= 0 {
-		if n := t.Run.Tasks[t.Parent]; n.Waiting() > 0 {
-			return fmt.Sprintf("upstream of %s: %d tasks not ended (rerun)", n.Name, n.Waiting())
-		}
+	if t.Parent >= 0 && t.Run.Tasks[t.Parent].Waiting() > 0 {
+		return replay.GateOther
 	}
 	if t.NotBefore > g.now {
 		if g.wake == 0 || t.NotBefore < g.wake {
 			g.wake = t.NotBefore
 		}
+		return replay.GateTime
+	}
+	if t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] {
+		active := st.ActiveRuns(t.Run.Workflow) + g.starting[t.Run.Workflow]
+		if max := t.Run.Spec.MaxActiveRuns; max > 0 && active >= max || t.Run.Queued && active > 0 {
+			return replay.GateRun
+		}
+	}
+	if t.Parent >= 0 && t.Spec().Concurrency > 0 {
+		node := t.Run.Tasks[t.Parent]
+		if node.InFlightInstances()+g.nodeKey[node.ID()] >= t.Spec().Concurrency {
+			return replay.GateNode
+		}
+	}
+	if t.MutexKey != "" && st.MutexHolder(t.MutexKey) != t {
+		return replay.GateMutex
+	}
+	return replay.GateNone
+}
+
+// reason words the gate that holds t.
+func (g *gate) reason(t *replay.Task, held replay.Gate) string {
+	st := g.e.state
+	wf := t.Run.Workflow
+	switch held {
+	case replay.GateOther:
+		n := t.Run.Tasks[t.Parent]
+		return fmt.Sprintf("upstream of %s: %d tasks not ended (rerun)", n.Name, n.Waiting())
+	case replay.GateTime:
 		why := "not before " + ts(t.NotBefore).Format(time.RFC3339) + " (retry backoff or delay)"
 		if t.Error != "" {
 			why += "; last attempt: " + t.Error
 		}
 		return why
-	}
-	if max := t.Run.Spec.MaxActiveRuns; max > 0 && t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] &&
-		st.ActiveRuns(t.Run.Workflow)+g.starting[t.Run.Workflow] >= max {
-		return fmt.Sprintf("workflow %s has %d active runs (max_active_runs %d)", t.Run.Workflow, st.ActiveRuns(t.Run.Workflow), max)
-	}
-	if t.Run.Queued && t.Run.Status == replay.RunPending && !g.runTaken[t.Run.ID] &&
-		st.ActiveRuns(t.Run.Workflow)+g.starting[t.Run.Workflow] > 0 {
-		return fmt.Sprintf("queued behind the active run of %s (overlap: queue)", t.Run.Workflow)
-	}
-	if t.Parent >= 0 && spec.Concurrency > 0 {
+	case replay.GateRun:
+		if max := t.Run.Spec.MaxActiveRuns; max > 0 && st.ActiveRuns(wf)+g.starting[wf] >= max {
+			return fmt.Sprintf("workflow %s has %d active runs (max_active_runs %d)", wf, st.ActiveRuns(wf), max)
+		}
+		return fmt.Sprintf("queued behind the active run of %s (overlap: queue)", wf)
+	case replay.GateNode:
 		node := t.Run.Tasks[t.Parent]
-		if n := node.InFlightInstances() + g.nodeKey[node.ID()]; n >= spec.Concurrency {
-			return fmt.Sprintf("%d instances of %s running (concurrency %d)", n, node.Name, spec.Concurrency)
-		}
-	}
-	if t.MutexKey != "" {
-		if h := st.MutexHolder(t.MutexKey); h != t {
-			return fmt.Sprintf("mutex %q held by %s", t.MutexKey, h.ID())
-		}
+		n := node.InFlightInstances() + g.nodeKey[node.ID()]
+		return fmt.Sprintf("%d instances of %s running (concurrency %d)", n, node.Name, t.Spec().Concurrency)
+	case replay.GateMutex:
+		return fmt.Sprintf("mutex %q held by %s", t.MutexKey, st.MutexHolder(t.MutexKey).ID())
 	}
 	return ""
 }

@@ -31,7 +31,16 @@ type Stats struct {
 	BootCutBytes    int64 // torn-tail bytes cut at boot
 	TasksInFlight   int
 	TasksReady      int
+	Workflows       int
+	Runs            map[string]int // by status, every status present
+	Tasks           map[string]int // by status (a fan-out counts as itself and as each instance), every status present
 }
+
+// runStatuses and taskStatuses are every status, in their lifecycle order.
+var (
+	runStatuses  = []replay.RunStatus{replay.RunPending, replay.RunRunning, replay.RunSuccess, replay.RunFailed, replay.RunCancelled}
+	taskStatuses = []replay.TaskStatus{replay.Pending, replay.Dispatched, replay.Running, replay.Success, replay.Failed, replay.Skipped, replay.Cancelled}
+)
 
 // metrics are the engine's own counters; atomics and histograms are safe to
 // read from any goroutine.
@@ -47,7 +56,15 @@ func (e *Engine) Stats() Stats {
 	st := Stats{DispatchLatency: &e.metrics.dispatch, TaskDuration: &e.metrics.duration,
 		WALWrite: &e.wal.WriteLatency, WALSync: &e.wal.SyncLatency, Turns: e.turns.Load(),
 		Compactions: e.compactions.Load(), DiskRecoveries: e.metrics.diskRecoveries,
-		BootCutBytes: e.bootCut, TasksInFlight: e.inflight, TasksReady: e.state.ReadyCount()}
+		BootCutBytes: e.bootCut, TasksInFlight: e.inflight, TasksReady: e.state.ReadyCount(),
+		Workflows: len(e.state.Workflows), Runs: map[string]int{}, Tasks: map[string]int{}}
+	runs, tasks := e.state.RunCounts(), e.state.TaskCounts() // kept by Apply: O(1)
+	for _, s := range runStatuses {
+		st.Runs[string(s)] = runs[s]
+	}
+	for _, s := range taskStatuses {
+		st.Tasks[string(s)] = tasks[s]
+	}
 	dataDir := e.cfg.DataDir
 	e.mu.RUnlock()
 	st.WALBytes, _ = e.wal.Size()

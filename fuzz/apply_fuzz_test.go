@@ -3,6 +3,7 @@ package fuzz
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -101,6 +102,7 @@ func FuzzApply(f *testing.F) {
 				continue
 			}
 			accepted = append(accepted, rec)
+			checkCounts(t, st)
 			if _, rerun := rec.(*replay.RunRetried); !rerun {
 				checkInvariants(t, st, beforeT, beforeR)
 			}
@@ -159,6 +161,44 @@ func checkSnapshotReplay(t *testing.T, recs []replay.Record, cut int) {
 	if a, b := readyOrder(full), readyOrder(restored); a != b {
 		t.Fatalf("ready queues differ after a snapshot at %d:\n%s\n%s", cut, a, b)
 	}
+	checkCounts(t, full)
+	checkCounts(t, restored)
+}
+
+// checkCounts: the counts Apply keeps are those a scan of every run finds.
+func checkCounts(t *testing.T, st *replay.State) {
+	t.Helper()
+	runs, tasks, open := map[replay.RunStatus]int{}, map[replay.TaskStatus]int{}, map[string]int{}
+	for _, r := range st.RunList {
+		runs[r.Status]++
+		if !r.Status.Finished() {
+			open[r.Workflow]++
+		}
+		for _, task := range r.Tasks {
+			tasks[task.Status]++
+		}
+	}
+	total := 0
+	for wf, n := range open {
+		total += n
+		if got := st.OpenRunsOf(wf); got != n {
+			t.Fatalf("open runs of %s: kept %d, scan %d", wf, got, n)
+		}
+	}
+	if got := st.OpenRuns(); got != total {
+		t.Fatalf("open runs: kept %d, scan %d", got, total)
+	}
+	if got := st.RunCounts(); !maps.Equal(nonZero(got), runs) {
+		t.Fatalf("runs by status: kept %v, scan %v", got, runs)
+	}
+	if got := st.TaskCounts(); !maps.Equal(nonZero(got), tasks) {
+		t.Fatalf("tasks by status: kept %v, scan %v", got, tasks)
+	}
+}
+
+func nonZero[K comparable](m map[K]int) map[K]int {
+	maps.DeleteFunc(m, func(_ K, v int) bool { return v == 0 })
+	return m
 }
 
 func readyOrder(st *replay.State) string {

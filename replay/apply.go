@@ -133,7 +133,8 @@ func (s *State) checkNewRun(id, wf string, version int) error {
 // newRun adds a run of its workflow's current version, with its tasks.
 func (s *State) newRun(run *Run) {
 	s.bornRun(run)
-	run.Seq, run.Spec, run.Status = s.NextRunSeq, s.Workflows[run.Workflow].Spec, RunPending
+	run.Seq, run.Spec = s.NextRunSeq, s.Workflows[run.Workflow].Spec
+	s.setRun(run, RunPending)
 	s.NextRunSeq++
 	if run.IdemKey != "" {
 		s.idem[run.IdemKey] = run
@@ -230,6 +231,7 @@ func (s *State) newTask(run *Run, specIndex int, ts *workflow.Task, parent int) 
 	t := &Task{Run: run, Index: len(run.Tasks), SpecIndex: specIndex, Name: ts.Name, Seq: s.NextSeq,
 		Status: Pending, Parent: parent, Count: 1, Priority: ts.Priority}
 	s.born(t)
+	s.counts.task(t, +1)
 	s.NextSeq++
 	if ts.Mutex != "" && !ts.FansOut() || ts.Mutex != "" && parent >= 0 {
 		t.MutexKey = workflow.RenderMutex(ts.Mutex, run.Params)
@@ -252,12 +254,13 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 	}
 	s.touch(t)
 	s.ready.drop(t)
-	t.Status, t.Attempt, t.DispatchedAt = Dispatched, r.Attempt, r.At
+	s.setTask(t, Dispatched)
+	t.Attempt, t.DispatchedAt = r.Attempt, r.At
 	t.PID, t.StartTime, t.StartedAt, t.ExitCode, t.Error, t.Output = 0, 0, 0, 0, "", nil
 	s.flight(t, +1)
 	if t.Run.Status == RunPending {
 		s.touchRun(t.Run)
-		t.Run.Status = RunRunning
+		s.setRun(t.Run, RunRunning)
 		if t.Run.StartedAt == 0 { // a rerun keeps its first start
 			t.Run.StartedAt = r.At
 		}
@@ -270,7 +273,10 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 // fan-out node, and for its mutex key, which it holds meanwhile.
 func (s *State) flight(t *Task, delta int) {
 	if t.Parent >= 0 {
-		t.Run.Tasks[t.Parent].instFlight += delta
+		node := t.Run.Tasks[t.Parent]
+		if node.instFlight += delta; delta < 0 {
+			s.ReleaseNode(node)
+		}
 	}
 	switch {
 	case t.MutexKey == "":
@@ -278,6 +284,7 @@ func (s *State) flight(t *Task, delta int) {
 		s.mutexHeld[t.MutexKey] = t
 	case s.mutexHeld[t.MutexKey] == t:
 		delete(s.mutexHeld, t.MutexKey)
+		s.mutexChanged(t.MutexKey)
 	}
 }
 
@@ -304,7 +311,8 @@ func (s *State) applyTaskStarted(r *TaskStarted) error {
 		return invalid("task_started: task %s is already %s", t.ID(), t.Status)
 	}
 	s.touch(t)
-	t.Status, t.PID, t.StartTime, t.StartedAt = Running, r.PID, r.StartTime, r.At
+	s.setTask(t, Running)
+	t.PID, t.StartTime, t.StartedAt = r.PID, r.StartTime, r.At
 	return nil
 }
 
@@ -355,7 +363,8 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 		t.ExitCode = -1
 		s.fail(t, r.At)
 	default:
-		t.Status, t.PID, t.StartTime = Pending, 0, 0
+		s.setTask(t, Pending)
+		t.PID, t.StartTime = 0, 0
 		s.ready.push(t)
 	}
 	return nil
@@ -418,6 +427,7 @@ func (s *State) applyRunsPruned(r *RunsPruned) error {
 	}
 	for _, run := range s.RunList {
 		if drop[run.ID] {
+			s.countRun(run, -1)
 			delete(s.Runs, run.ID)
 			if run.IdemKey != "" {
 				delete(s.idem, run.IdemKey)

@@ -17,7 +17,8 @@ func (s *State) expand(n *Task, at int64) {
 	count, items, err := fanOut(n)
 	s.touch(n)
 	s.touchRun(n.Run) // before instances are appended to its tasks
-	n.Expanded, n.Status = true, Running
+	n.Expanded = true
+	s.setTask(n, Running)
 	if err != nil {
 		n.Error, n.ExitCode = err.Error(), -1
 		s.fail(n, at)

@@ -44,7 +44,8 @@ func (s *State) attemptFailed(t *Task, at int64, jitter float64) {
 	if spec.RetryBackoff != nil {
 		backoff = *spec.RetryBackoff
 	}
-	t.Status, t.PID, t.StartTime = Pending, 0, 0
+	s.setTask(t, Pending)
+	t.PID, t.StartTime = 0, 0
 	t.NotBefore = at + int64(backoff.Jittered(t.Failures, jitter))
 	s.ready.push(t)
 }
@@ -55,7 +56,8 @@ func (s *State) end(t *Task, status TaskStatus, at int64) {
 	s.touch(t)
 	s.ready.drop(t)
 	s.mutexRemove(t)
-	t.Status, t.FinishedAt = status, at
+	s.setTask(t, status)
+	t.FinishedAt = at
 	t.Run.active--
 	if status == Failed {
 		t.Run.failed++
@@ -104,11 +106,11 @@ func (s *State) maybeFinishRun(run *Run, at int64) {
 	}
 	switch {
 	case run.CancelRequested:
-		run.Status = RunCancelled
+		s.setRun(run, RunCancelled)
 	case run.failed > 0:
-		run.Status = RunFailed
+		s.setRun(run, RunFailed)
 	default:
-		run.Status = RunSuccess
+		s.setRun(run, RunSuccess)
 	}
 	run.FinishedAt = at
 	if run.StartedAt == 0 {
@@ -132,7 +134,7 @@ func (s *State) rerun(run *Run, expand bool, at int64) {
 			run.active++
 		}
 	}
-	run.Status = RunPending // until its first dispatch, which max_active_runs gates
+	s.setRun(run, RunPending) // until its first dispatch, which max_active_runs gates
 	s.recountNodes(run)
 	s.countWaiting(run)
 	for _, t := range run.Tasks {
@@ -165,10 +167,11 @@ func (s *State) reset(t *Task, expand bool) {
 	t.Failures, t.Interruptions, t.NotBefore = 0, 0, 0
 	t.Error, t.ExitCode, t.Output, t.FinishedAt = "", 0, nil, 0
 	if t.Expanded && (len(t.Instances) > 0 || !expand) {
-		t.Status = Running
+		s.setTask(t, Running)
 		return
 	}
-	t.Expanded, t.Status = false, Pending
+	t.Expanded = false
+	s.setTask(t, Pending)
 	if t.MutexKey != "" {
 		s.mutexPush(t)
 	}

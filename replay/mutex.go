@@ -14,6 +14,7 @@ func (s *State) mutexPush(t *Task) {
 	copy(q[i+1:], q[i:])
 	q[i] = t
 	s.mutexes[t.MutexKey] = q
+	s.mutexChanged(t.MutexKey)
 }
 
 // mutexRemove takes a finished task out of its key's queue.
@@ -30,7 +31,8 @@ func (s *State) mutexRemove(t *Task) {
 	}
 	if len(q) == 0 {
 		delete(s.mutexes, t.MutexKey)
-		return
+	} else {
+		s.mutexes[t.MutexKey] = q
 	}
-	s.mutexes[t.MutexKey] = q
+	s.mutexChanged(t.MutexKey)
 }

@@ -404,6 +404,7 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 // lists, counters, waiting counts, the ready queue, mutex queues and
 // holders, active runs.
 func (s *State) rebuild(run *Run) {
+	s.countRun(run, +1)
 	for _, t := range run.Tasks {
 		for _, d := range t.Deps {
 			run.Tasks[d].Downstream = append(run.Tasks[d].Downstream, t.Index)

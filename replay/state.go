@@ -66,6 +66,7 @@ type State struct {
 	mutexHeld  map[string]*Task   // derived: per mutex key, its task with an attempt in flight
 	idem       map[string]*Run    // derived: idempotency key → run
 	activeRuns map[string]int     // derived: running runs per workflow
+	counts     counts             // derived: runs and tasks by status (counts.go)
 
 	alerts alerts // raised alerts and their deliveries (alerts.go)
 
@@ -77,8 +78,11 @@ type State struct {
 
 // New returns an empty state.
 func New() *State {
-	return &State{Workflows: map[string]*Workflow{}, Retired: map[string]int{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
+	s := &State{Workflows: map[string]*Workflow{}, Retired: map[string]int{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
 		mutexes: map[string][]*Task{}, mutexHeld: map[string]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
+	s.ready.init()
+	s.counts.init()
+	return s
 }
 
 // Schedule is the state of a workflow's cron schedule.
@@ -134,8 +138,9 @@ type Run struct {
 	// its attempts in flight have stopped.
 	CancelRequested bool
 
-	active int // derived: tasks not terminal
-	failed int // derived: failed tasks
+	active   int   // derived: tasks not terminal
+	failed   int   // derived: failed tasks
+	parkedAt *Task // derived: its first task parked behind its workflow (ready.go)
 
 	// snapGen is the generation of the snapshot that holds this run's
 	// value (cow.go), snapIdx where; any write to a persisted field of a
@@ -180,6 +185,7 @@ type Task struct {
 	waiting    int    // derived: upstream tasks not yet done
 	queued     bool   // derived: in the ready queue
 	queueGen   uint32 // derived: bumped at every push, see readyQueue
+	released   Gate   // derived: the gate it was last released from (ready.go)
 	snapGen    uint32 // the snapshot generation that holds its value; any write to a persisted field goes after s.touch(t) (cow.go)
 	instActive int    // derived, nodes: instances not terminal
 	instFailed int    // derived, nodes: instances failed or cancelled

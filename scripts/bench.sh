@@ -12,6 +12,8 @@
 #   REPLAY_TIME   -benchtime of BenchmarkReplay's two cases (1s)
 #   STALL_APPENDS appends per BenchmarkSegmentSize case (40000)
 #   ENGINE_TIME   -benchtime of the engine, API and Dagu benchmarks (1x)
+#   BURST         triggers per burst of BenchmarkBacklogBursts (10000)
+#   ACTIVE        pending runs of BenchmarkMetricsBacklog (100000)
 #   ENGINE_COUNT  -count of the engine throughput, process and latency
 #                 benchmarks: the page shows the median (3)
 #   DAGU_COUNT    -count of BenchmarkDagu (Dagu's workloads, each beside its
@@ -82,6 +84,8 @@ if [ "$ONLY" != wal ]; then
 	# Issue 6: the loop's pause when a compaction starts, old way beside new.
 	pkgbench "compaction pause" ./engine/ -bench '^BenchmarkCompactionPause$' -benchtime="$PAUSE_TIME"
 	pkgbench "api runs" ./api/ -bench '^BenchmarkRunsToCompletion$' -benchtime="$ENGINE_TIME"
+	# Issue 21: the cost of a trigger and of a scrape must not grow with the backlog.
+	pkgbench backlog ./api/ -bench '^(BenchmarkBacklogBursts|BenchmarkMetricsBacklog)$' -benchtime="$ENGINE_TIME"
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
 	pkgbench dagu ./cmd/orkwal/ -bench '^BenchmarkDagu$' -benchtime="$ENGINE_TIME" -count="$DAGU_COUNT"

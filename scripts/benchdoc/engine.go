@@ -22,6 +22,8 @@ const (
 	daguName       = "BenchmarkDagu/"
 	idleCPUName    = "BenchmarkIdleCPU"
 	binarySizeName = "BenchmarkBinarySize/linux-"
+	burstsName     = "BenchmarkBacklogBursts/"
+	backlogName    = "BenchmarkMetricsBacklog"
 )
 
 // secs formats seconds.
@@ -83,6 +85,18 @@ func writeEngine(w io.Writer, rs results) {
 		msf(rs.med(pauseName, "new-step-cpu-p99-ms")), msf(rs.med(pauseName, "old-p99-ms")), msf(rs.med(pauseName, "old-p50-ms")),
 		msf(rs.med(pauseName, "old-max-ms")), msf(rs.med(pauseName, "bg-p99-ms")), msf(rs.med(pauseName, "bg-p50-ms")),
 		msf(rs.med(pauseName, "bg-max-ms")), verdict(rs.med(pauseName, "new-p99-ms"), 50, false))
+	for _, c := range []struct{ shape, label string }{{"delay", "each run waits on a `delay: 1h` task"}, {"max-active", "runs queue behind `max_active_runs: 1`"}} {
+		name := burstsName + c.shape
+		p("| issue 21 | three bursts of %s triggers in a row, 32 API clients, one workflow, %s (`BenchmarkBacklogBursts/%s`): the third over the first, in CPU time (wall time moves with the shared machine) | %s (CPU %s, %s, %s; wall %s, %s, %s: ratio %s) | issue 21, bursts of 20,000, wall: %s | ≤ 1.3 | %s |",
+			num(rs.med(name, "triggers/burst")), c.label, c.shape,
+			strconv.FormatFloat(rs.med(name, "cpu-ratio"), 'f', 2, 64), secs(rs.med(name, "cpu-1-s")), secs(rs.med(name, "cpu-2-s")), secs(rs.med(name, "cpu-3-s")),
+			secs(rs.med(name, "burst-1-s")), secs(rs.med(name, "burst-2-s")), secs(rs.med(name, "burst-3-s")), strconv.FormatFloat(rs.med(name, "ratio"), 'f', 2, 64),
+			map[string]string{"delay": "3.5 s, 6.2 s, 14.3 s (ratio 4.1)", "max-active": "5.5 s, 14.2 s, 23.8 s (ratio 4.3)"}[c.shape],
+			verdict(rs.med(name, "cpu-ratio"), 1.3, false))
+	}
+	p("| issue 21 | `GET /metrics` with %s pending runs, median of 20 (`BenchmarkMetricsBacklog`) | %s (`/healthz` %s, `/workflows` %s, `GET /runs?workflow=&status=pending&limit=100` %s, its next page by cursor %s) | issue 21: 60 ms with 30,000, 210 ms with 90,000, no answer within 60 s with 423,000 | < 10 ms | %s |",
+		num(rs.med(backlogName, "active-runs")), msf(rs.med(backlogName, "metrics-ms")), msf(rs.med(backlogName, "healthz-ms")), msf(rs.med(backlogName, "workflows-ms")),
+		msf(rs.med(backlogName, "runs-ms")), msf(rs.med(backlogName, "runs-cursor-ms")), verdict(rs.med(backlogName, "metrics-ms"), 10, false))
 	idleRSS := rs.med(rssName+"idle", "hwm-MiB")
 	p("| 5 | daemon peak RSS (VmHWM), idle (`BenchmarkDaemonRSS/idle`) | %s | Dagu idle ~104 MiB | ≤ 15 MiB | %s |",
 		mibs(idleRSS), verdict(idleRSS, 15, false))
@@ -226,6 +240,13 @@ func writeEngine(w io.Writer, rs results) {
 	p("  `0 3 * * *`; after 2 s of settling, utime+stime from `/proc/PID/stat`")
 	p("  (10 ms ticks) over the idle time. RSS at the end: %s.", mibs(rs.med(idleCPUName, "rss-MiB")))
 	p("- **8** `BenchmarkBinarySize`: the three static builds of `make release` (`make build` with GOOS, GOARCH and GOARM=7).")
+	p("- **issue 21** `api/bench_backlog_test.go`: `BenchmarkBacklogBursts` sends three")
+	p("  bursts of `BURST` triggers in a row (32 goroutines over loopback, a durable")
+	p("  engine) into a workflow whose runs all stay pending, so each burst lands on")
+	p("  the backlog of the ones before; each burst's wall time and the process's CPU")
+	p("  time (clients and server) over it. `BenchmarkMetricsBacklog` fills a backlog")
+	p("  of `ACTIVE` pending runs (in-process triggers, the delay shape), then times")
+	p("  20 calls of each endpoint a monitor or the page repeats, over loopback.")
 	p("")
 }
 
