@@ -43,12 +43,15 @@ import (
 // At the crash step the hook returns errCrash (so nothing more is written:
 // the log is poisoned) after building the post-crash image of the folder in
 // another directory: each segment's durable entries, plus, chosen by the
-// seed, none, all, or a part of what was written after them since its last
-// fsync, possibly with a torn last chunk of zeros or garbage, and zeros up
-// to its durable size (the padding those writes went into); segment files
+// seed, none, all, the sectors before a sector boundary, or any set of the
+// sectors of what was written after them since its last fsync (a sector
+// not kept reads as the zeros it held), and zeros up to its durable size
+// (the padding those writes went into); segment files
 // whose creation was not yet made durable by a folder fsync are kept or
 // lost (as a prefix in creation order: a journaling file system commits
-// creations in order).
+// creations in order). A disk that leaves garbage in a sector it was
+// writing is outside the model: boot refuses such a tail as corruption
+// (docs/format.md, "Recovery").
 
 var errCrash = errors.New("power cut (simulated)")
 
@@ -312,15 +315,13 @@ func (m *diskModel) buildImage() error {
 		out := append([]byte(nil), data[:e]...)
 		if tail := data[e:]; len(tail) > 0 && !allZero(tail) {
 			// What was written since the fsync is a frame (its bytes end at
-			// the last non-zero byte) over zeros: half the time the cut
-			// falls within the frame (as it did before the wal padded its
-			// tail), half the time anywhere up to the file's end (a torn
-			// chunk of garbage can then land in the padding, like stale
-			// blocks a crash exposes).
+			// the last non-zero byte) over zeros: half the time the sectors
+			// judged are the frame's, half the time they run on to the
+			// file's end (the zeros after the frame).
 			if m.rng.IntN(2) == 0 {
 				tail = tail[:lastNonZero(tail)+1]
 			}
-			kept, mode := m.unsynced(tail)
+			kept, mode := m.unsynced(tail, e)
 			out = append(out, kept...)
 			if !allZero(out[validPrefix(out, s.first):]) {
 				m.res.torn++ // boot cuts it
@@ -337,33 +338,45 @@ func (m *diskModel) buildImage() error {
 	return nil
 }
 
-// unsynced picks what a power cut keeps of bytes written but not fsynced.
-func (m *diskModel) unsynced(tail []byte) ([]byte, string) {
+// sector is the unit a power cut keeps or loses of a write (wal's
+// sectorSize): a disk writes a sector whole or not at all, and the page
+// cache writes pages back in any order.
+const sector = 512
+
+// unsynced picks what a power cut keeps of bytes written but not fsynced,
+// tail, which starts at byte at of its file: nothing, all of it, the
+// sectors before a sector boundary (the rest reads as the zeros that were
+// there, or the file ends there when out is not padded after it), or any
+// set of its sectors, each kept or not. A sector not kept holds what it
+// held before: zeros (the padding, or past the file's durable end).
+func (m *diskModel) unsynced(tail []byte, at int64) ([]byte, string) {
+	first := int((at/sector+1)*sector - at) // tail's first sector boundary
 	switch m.rng.IntN(4) {
 	case 0:
 		return nil, fmt.Sprintf("none of %d unsynced bytes", len(tail))
 	case 1:
 		return tail, fmt.Sprintf("all %d unsynced bytes", len(tail))
 	case 2:
-		n := m.rng.IntN(len(tail))
-		return tail[:n], fmt.Sprintf("%d of %d unsynced bytes", n, len(tail))
-	}
-	n := 1 + m.rng.IntN(len(tail))
-	out := append([]byte(nil), tail[:n]...)
-	chunk := 1 + m.rng.IntN(min(n, 512))
-	zeros := m.rng.IntN(2) == 0
-	for i := n - chunk; i < n; i++ {
-		if zeros {
-			out[i] = 0
-		} else {
-			out[i] = byte(m.rng.Uint32())
+		n := 0
+		if first < len(tail) {
+			n = first + sector*m.rng.IntN((len(tail)-first)/sector+1)
 		}
+		return tail[:min(n, len(tail))], fmt.Sprintf("the sectors of the first %d of %d unsynced bytes", min(n, len(tail)), len(tail))
 	}
-	what := "garbage"
-	if zeros {
-		what = "zeros"
+	out := append([]byte(nil), tail...)
+	lost := 0
+	for lo := 0; lo < len(out); {
+		hi := min(len(out), first)
+		if lo >= first {
+			hi = min(len(out), lo+sector)
+		}
+		if m.rng.IntN(2) == 0 {
+			clear(out[lo:hi])
+			lost++
+		}
+		lo = hi
 	}
-	return out, fmt.Sprintf("%d of %d unsynced bytes, the last %d torn (%s)", n, len(tail), chunk, what)
+	return out, fmt.Sprintf("%d unsynced bytes, %d of their sectors lost (zeros)", len(tail), lost)
 }
 
 // allZero tells whether every byte of b is zero (the wal's padding).

@@ -97,10 +97,10 @@ func TestPowerLoss(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("%s in %s (%.0f scenarios/min)", st, took.Round(time.Millisecond), float64(st.scenarios.Load())/took.Minutes())
 	fmt.Printf("TORTURE powerloss scenarios=%d crashes=%d boot_crashes=%d idle_crashes=%d compaction_crashes=%d runs=%d pruned=%d tasks=%d lost=0 "+
-		"unacked_survived=%d torn_cut=%d segments_lost=%d reexecutions=%d compactions=%d truncated_boots=%d snapdir_lost=%d seconds=%.1f\n",
+		"unacked_survived=%d torn_cut=%d segments_lost=%d reexecutions=%d compactions=%d truncated_boots=%d snapdir_lost=%d tail_rot_refused=%d tail_rot_booted=%d seconds=%.1f\n",
 		st.scenarios.Load(), st.crashes.Load(), st.bootCrashes.Load(), st.idleCrashes.Load(), st.compactCrashes.Load(), st.runs.Load(),
 		st.pruned.Load(), st.tasks.Load(), st.unackedSurvived.Load(), st.tornCut.Load(), st.segmentsLost.Load(), st.reexec.Load(),
-		st.compactions.Load(), st.truncatedBoots.Load(), st.snapDirLost.Load(), took.Seconds())
+		st.compactions.Load(), st.truncatedBoots.Load(), st.snapDirLost.Load(), st.rotRefused.Load(), st.rotBooted.Load(), took.Seconds())
 }
 
 // plStats counts what the scenarios exercised.
@@ -109,16 +109,17 @@ type plStats struct {
 	runs, tasks, unackedSurvived, tornCut, segmentsLost       atomic.Int64
 	reexec                                                    atomic.Int64 // attempts interrupted by a crash: run again
 	compactions, compactCrashes, truncatedBoots, snapDirLost  atomic.Int64
-	pruned                                                    atomic.Int64
+	pruned, rotRefused, rotBooted                             atomic.Int64
 }
 
 func (s *plStats) String() string {
 	return fmt.Sprintf("%d scenarios, %d engines, %d power cuts (%d during boot, %d idle, %d during a compaction), %d runs (%d pruned), %d tasks, 0 lost; "+
 		"%d unacknowledged frames survived, %d torn tails cut, %d new segments lost, %d attempts interrupted; "+
-		"%d compactions before a cut, %d boots on a truncated log, %d images lost an unsynced snapshots/",
+		"%d compactions before a cut, %d boots on a truncated log, %d images lost an unsynced snapshots/; "+
+		"a byte of the last acknowledged frame changed: %d boots refused, %d booted",
 		s.scenarios.Load(), s.generations.Load(), s.crashes.Load(), s.bootCrashes.Load(), s.idleCrashes.Load(), s.compactCrashes.Load(),
 		s.runs.Load(), s.pruned.Load(), s.tasks.Load(), s.unackedSurvived.Load(), s.tornCut.Load(), s.segmentsLost.Load(), s.reexec.Load(),
-		s.compactions.Load(), s.truncatedBoots.Load(), s.snapDirLost.Load())
+		s.compactions.Load(), s.truncatedBoots.Load(), s.snapDirLost.Load(), s.rotRefused.Load(), s.rotBooted.Load())
 }
 
 // The workflows of the power-loss workload. %d is the version counter, so
@@ -183,6 +184,7 @@ type scenario struct {
 	lastCancel  map[string]bool // the last acknowledged command on the run was a cancel
 
 	log []string // what happened, for the failure report
+	rot *tailRot // a byte of the next boot's image changed (rot_test.go)
 }
 
 func newScenario(sd int64, root string, st *plStats) *scenario {
@@ -245,16 +247,15 @@ func (s *scenario) run() error {
 				crashAt = 1 + s.rng.IntN(2*actions)
 			}
 		}
-		model, err := newDiskModel(dir, image, crashAt, rand.New(rand.NewPCG(uint64(s.seed), uint64(g))), s.hist)
-		if err != nil {
-			return fmt.Errorf("generation %d: disk model: %w", g, err)
+		if s.rot != nil {
+			crashAt = 0 // no cut during this boot: its verify must see what it did with the changed frame
 		}
 		fx := newFakeExec()
 		s.st.generations.Add(1)
 		s.logf("generation %d: boot on %s (cut at I/O step %d)", g, filepath.Base(dir), crashAt)
-		e, err := engine.Open(s.config(dir, model, fx))
+		model, e, err := s.boot(dir, image, crashAt, g, fx)
 		if err != nil {
-			if !model.crashed || !errors.Is(err, errCrash) {
+			if model == nil || !model.crashed || !errors.Is(err, errCrash) {
 				return fmt.Errorf("generation %d: boot failed: %w", g, err)
 			}
 			s.st.bootCrashes.Add(1)
@@ -262,6 +263,9 @@ func (s *scenario) run() error {
 			s.hist = model.res.written
 			if err := s.afterCrash(model, g, "boot"); err != nil {
 				return err
+			}
+			if s.rot, err = s.rotTail(image, &model.res); err != nil {
+				return fmt.Errorf("generation %d: %w", g, err)
 			}
 			os.RemoveAll(dir)
 			prev, dir = &model.res, image
@@ -299,6 +303,9 @@ func (s *scenario) run() error {
 		}
 		if err := s.afterCrash(model, g, "workload"); err != nil {
 			return err
+		}
+		if s.rot, err = s.rotTail(image, &model.res); err != nil {
+			return fmt.Errorf("generation %d: %w", g, err)
 		}
 		os.RemoveAll(dir)
 		prev, dir = &model.res, image

@@ -56,6 +56,7 @@ orkwal torture summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(($(date +
   longest recovery   $(get kill9 max_recovery_ms) ms from restart to a healthy /healthz (median $(get kill9 median_recovery_ms) ms; the final log: $(get kill9 log_bytes) bytes after the snapshot)
   lock after kill    $(get kill9 lock_waits) kills left the LOCK held for a moment by a fork child of the dead daemon
   power-loss images  $(get powerloss unacked_survived) kept an unacknowledged frame, $(get powerloss torn_cut) ended in a partial or torn frame, $(get powerloss segments_lost) lost a new segment file
+  tail rot           a byte of the last acknowledged frame changed: $(get powerloss tail_rot_refused) boots refused it (corruption, at that frame), $(get powerloss tail_rot_booted) booted with nothing lost
   compaction         power loss: $(get powerloss compactions) compactions, $(get powerloss compaction_crashes) cuts at a compaction step, $(get powerloss truncated_boots) boots on a truncated log, $(get powerloss pruned) runs pruned; kill -9: $(get kill9 compaction_kills) kills timed on a compaction ($(get kill9 tmp_kills) left a snapshot .tmp), $(get kill9 snapshots) snapshots, $(get kill9 pruned) runs pruned
   cron               $(get kill9 cron_fires) fires across the kills, none twice, none lost
   disk bound         kill -9: WAL at most $(get kill9 max_wal_bytes) bytes, largest snapshot $(get kill9 max_snapshot_bytes), data folder at most $(get kill9 max_data_bytes) (--compact-bytes 1 MiB)

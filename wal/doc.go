@@ -43,11 +43,16 @@
 //
 //  1. The last segment is scanned frame by frame, up to its end or its
 //     padding. The first frame that is incomplete, has a bad checksum, a
-//     wrong index or a zero length (not padding) marks a torn tail: the
-//     bytes from there to the end, less trailing zeros, are copied to
-//     "<segment>.broken-<unix nanos>" (fsynced), the segment is truncated to
-//     the last whole frame and fsynced, the folder is fsynced, and a log line
-//     says what was cut. A torn tail is the trace of a crash during a write.
+//     wrong index or a zero length (not padding) is judged (judgeTail,
+//     torn.go): a torn write (some 512-byte sector of it reads as zeros or
+//     lies past the end of the file, and its written sectors agree with
+//     its length) is cut: the bytes from there to the end, less trailing
+//     zeros, are copied to "<segment>.broken-<unix nanos>" (fsynced), the
+//     segment is truncated to the last whole frame and fsynced, the folder
+//     is fsynced, and a log line says what was cut. A whole frame whose
+//     length prefix alone reads as zeros is kept (its prefix written
+//     back). Anything else is corruption of a frame written whole
+//     (acknowledged): a *CorruptError, and nothing changes.
 //     Only the newest KeepBroken copies are kept (the disk stays bounded
 //     however often the daemon crashes). Before that, what a crash left of
 //     an earlier version's front truncation is finished (resolveLegacy).

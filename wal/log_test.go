@@ -202,8 +202,13 @@ var garbage = map[string][]byte{
 
 // TestTornTailEveryOffset writes a small log, then for every byte offset
 // inside its last three frames cuts the segment there, appends each kind of
-// garbage, and reopens: the log must hold exactly the frames that were whole,
-// and accept appends afterwards.
+// garbage, and reopens. A file that ends there (a write whose end never
+// reached the disk), or a new entry's first bytes at the end of the file,
+// is a torn write: the log must hold exactly the frames that were whole, and
+// accept appends afterwards. Other bytes after a cut inside a frame are
+// written sectors that disagree with it: refused (see TestTailFlipEveryByte)
+// with the position of the first bad frame, or, when a torn write could
+// leave them, cut the same way.
 func TestTornTailEveryOffset(t *testing.T) {
 	src := t.TempDir()
 	l := openT(t, src, 0)
@@ -224,13 +229,18 @@ func TestTornTailEveryOffset(t *testing.T) {
 			dir := t.TempDir()
 			seg := filepath.Join(dir, "00000000000000000001")
 			os.WriteFile(seg, append(append([]byte(nil), whole[:cut]...), junk...), 0o644)
-			l, err := Open(dir, Options{Logger: quiet})
-			if err != nil {
-				t.Fatalf("cut %d + %s: open: %v", cut, kind, err)
-			}
 			n := 0
 			for n < len(ends) && ends[n] <= cut {
 				n++
+			}
+			l, err := Open(dir, Options{Logger: quiet})
+			mustOpen := junk == nil || cut == ends[n-1] && kind != "random"
+			var ce *CorruptError
+			if err != nil && !mustOpen && errors.As(err, &ce) && ce.Offset == ends[n-1] {
+				continue // refused, naming the first bad frame
+			}
+			if err != nil {
+				t.Fatalf("cut %d + %s: open: %v", cut, kind, err)
 			}
 			var want [][]byte
 			for _, f := range frames[:n] {

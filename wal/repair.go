@@ -57,8 +57,20 @@ func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 	if !errors.As(scanErr, &ce) {
 		return 0, tailEnd{}, scanErr
 	}
-	if laterFrameExists(data[good:], ce.Index) {
-		ce.Reason += " (followed by valid frames: not a torn tail)"
+	verdict := judgeTail(data, int(good), ce.Index)
+	switch {
+	case verdict.prefix != nil:
+		if err := restorePrefix(last.path, good, verdict.prefix); err != nil {
+			return 0, tailEnd{}, err
+		}
+		logger.Warn("wal: restored the length prefix of the last entry: its frame is whole (a torn write of its first bytes, or a damaged byte)",
+			"segment", last.path, "offset", good, "index", ce.Index)
+		end.last = ce.Index
+		end.bytes = int(good) + len(verdict.prefix) + len(verdict.frame)
+		end.size = len(data)
+		return 0, end, nil
+	case !verdict.torn:
+		ce.Reason += "; not a torn write: " + verdict.reason
 		return 0, tailEnd{}, ce
 	}
 	if err := cutTail(last.path, data, good); err != nil {
@@ -72,6 +84,22 @@ func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good,
 		"index", ce.Index, "bytes", cut, "reason", ce.Reason)
 	return cut, end, nil
+}
+
+// restorePrefix writes an entry's length prefix back at off (fsynced).
+func restorePrefix(path string, off int64, prefix []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("wal: open %s to restore a length prefix: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(prefix, off); err != nil {
+		return fmt.Errorf("wal: restore the length prefix at %d in %s: %w", off, path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync %s after restoring a length prefix: %w", path, err)
+	}
+	return nil
 }
 
 // laterFrameExists reports whether any whole, checksum-valid frame with an

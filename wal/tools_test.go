@@ -216,7 +216,8 @@ func TestTornTailCopyNamedBeforeTheCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := entriesEndOf(t, segs[len(segs)-1])
-	f.WriteAt([]byte{0x40, 1, 2, 3}, int64(end)) // a frame cut short by a crash
+	f.Truncate(end)
+	f.WriteAt([]byte{0x40, 1, 4, 1}, int64(end)) // frame 4 cut short by a crash (the file's end)
 	f.Close()
 	before, _ := os.Stat(seg)
 	var named bool // a folder fsync saw the copy while the segment was whole

@@ -7,8 +7,9 @@ import (
 
 // VerifyDir reads the log in dir without changing it, calling fn for every
 // whole entry in order, like ReplayDir. A bad frame at the end of the last
-// segment that recovery would cut as a torn tail is returned as torn (with
-// its position) rather than as an error; anything else bad is a
+// segment that recovery would cut as a torn write (or keep, restoring its
+// length prefix: fn sees it then) is returned as torn (with its position
+// and what boot does) rather than as an error; anything else bad is a
 // *CorruptError in err.
 func VerifyDir(dir string, fn func(index uint64, records [][]byte) error) (torn *CorruptError, err error) {
 	return VerifyDirFrom(dir, 1, fn)
@@ -31,8 +32,23 @@ func VerifyDirFrom(dir string, from uint64, fn func(index uint64, records [][]by
 	if rerr != nil {
 		return nil, err
 	}
-	if int(ce.Offset) > len(data) || laterFrameExists(data[ce.Offset:], ce.Index) {
-		ce.Reason += " (followed by valid frames: not a torn tail)"
+	if int(ce.Offset) > len(data) {
+		return nil, err
+	}
+	verdict := judgeTail(data, int(ce.Offset), ce.Index)
+	switch {
+	case verdict.prefix != nil:
+		_, records, derr := decodeFrame(verdict.frame)
+		if derr == nil && ce.Index >= from {
+			derr = fn(ce.Index, records)
+		}
+		if derr != nil {
+			return nil, derr
+		}
+		ce.Reason += "; its frame is whole: the next boot restores its length prefix and keeps it"
+		return ce, nil
+	case !verdict.torn:
+		ce.Reason += "; not a torn write: " + verdict.reason
 		return nil, ce
 	}
 	return ce, nil

@@ -1,0 +1,196 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// lastEntryLog writes a log whose last entry (payload bytes of 'p') starts at
+// an offset ≡ at (mod sectorSize), closes it, and returns the segment's
+// bytes (its padding trimmed to two sectors past the entry, so that images
+// are cheap to write), the entry's offset and end, and every record.
+func lastEntryLog(t *testing.T, at, payload int) (data []byte, off, end int, recs [][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	appendRecs(t, l, 0, 3)
+	for i := 0; i < 3; i++ {
+		recs = append(recs, rec(i))
+	}
+	// A filler entry so that the last one starts where the test wants.
+	size, _ := l.Size()
+	gap := (at - int(size)%sectorSize + 2*sectorSize) % sectorSize
+	for gap < 16 {
+		gap += sectorSize
+	}
+	filler := bytes.Repeat([]byte{'f'}, gap-6) // entry = 1 + (1 + 1 + 1 + 1 + n + 8) bytes
+	for EntrySize(4, [][]byte{filler}) > int64(gap) {
+		filler = filler[:len(filler)-1]
+	}
+	for EntrySize(4, [][]byte{filler}) < int64(gap) {
+		filler = append(filler, 'f')
+	}
+	last := bytes.Repeat([]byte{'p'}, payload)
+	for _, r := range [][]byte{filler, last} {
+		if _, err := l.Append([][]byte{r}); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	l.Close()
+	seg := segmentFile{path: filepath.Join(dir, segmentName(1)), first: 1}
+	data, _ = os.ReadFile(seg.path)
+	scanSegment(seg.path, data, 1, func(e entry) error { off, end = int(e.offset), int(e.offset+e.size); return nil })
+	if off%sectorSize != at {
+		t.Fatalf("last entry at offset %d, want ≡ %d (mod %d)", off, at, sectorSize)
+	}
+	return data[:min(len(data), (end/sectorSize+2)*sectorSize)], off, end, recs
+}
+
+// openImage writes img as the only segment of dir and opens the log.
+func openImage(t *testing.T, dir string, img []byte) (*Log, error) {
+	t.Helper()
+	// Overwritten in place, not truncated to zero first: ext4 flushes a
+	// file rewritten that way when it is closed (auto_da_alloc).
+	f, err := os.OpenFile(filepath.Join(dir, segmentName(1)), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		_, err = f.WriteAt(img, 0)
+	}
+	if err == nil {
+		err = f.Truncate(int64(len(img)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Open(dir, Options{Logger: quiet})
+}
+
+// noDirSync makes folder fsyncs free for a test that opens thousands of
+// images (what it checks is the decision, not durability).
+func noDirSync(t *testing.T) {
+	syncDir = func(string) error { return nil }
+	t.Cleanup(func() { syncDir = fsyncDir })
+}
+
+// entryStarts are the offsets (mod 512) the last entry is put at: the
+// start of a sector, its middle, and the last three bytes of one (where the
+// entry's first sector holds nothing but its length prefix).
+var entryStarts = []int{0, 200, 509, 510, 511}
+
+// TestTailFlipEveryByte: a whole, acknowledged last entry with one byte
+// changed (every byte of it, flipped whole; many by their lowest and
+// highest bit too: see flips) is corruption, not a torn tail: boot refuses, naming the
+// segment, the entry's offset and index, and changes nothing; or it keeps
+// every record (a length prefix alone in its sector, zeroed, is restored
+// from the whole frame after it). Before, boot cut it as a torn tail: the
+// entry, acknowledged, was lost.
+func TestTailFlipEveryByte(t *testing.T) {
+	noDirSync(t)
+	for _, payload := range []int{20, 1100} {
+		for _, at := range entryStarts {
+			data, off, end, recs := lastEntryLog(t, at, payload)
+			dir := t.TempDir()
+			seg := filepath.Join(dir, segmentName(1))
+			for i := off; i < end; i++ {
+				masks := flips(i-off, end-off)
+				if i == off {
+					masks = append(masks, data[i]) // the length prefix's first byte zeroed
+				}
+				for _, mask := range masks {
+					name := fmt.Sprintf("payload %d at %d: byte %d of %d ^ %#x", payload, off, i-off, end-off, mask)
+					img := bytes.Clone(data)
+					img[i] ^= mask
+					l, err := openImage(t, dir, img)
+					var ce *CorruptError
+					switch {
+					case errors.As(err, &ce):
+						if ce.Segment != seg || ce.Offset != int64(off) || ce.Index != 5 {
+							t.Fatalf("%s: refused at %s offset %d index %d, want %s offset %d index 5", name, ce.Segment, ce.Offset, ce.Index, seg, off)
+						}
+						if after, _ := os.ReadFile(seg); !bytes.Equal(after, img) {
+							t.Fatalf("%s: a refused boot changed the segment", name)
+						}
+						if torn, verr := VerifyDir(dir, func(uint64, [][]byte) error { return nil }); verr == nil {
+							t.Fatalf("%s: boot refuses, verify says torn=%v", name, torn)
+						}
+					case err != nil:
+						t.Fatalf("%s: open: %v", name, err)
+					default:
+						l.Close()
+						if got := readAll(t, dir); !equalRecords(got, recs) {
+							t.Fatalf("%s: booted with %d records, want all %d", name, len(got), len(recs))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTailTearAtEverySectorBoundary: what a power cut can leave of the last
+// entry's write, at every sector boundary inside it: the sectors before the
+// boundary and not after (the file's end there, or the padding's zeros),
+// the sectors after and not before, one sector alone missing. Each is a
+// torn write: boot cuts it (or keeps the entry when only its length
+// prefix's sector was lost) and accepts appends; nothing before it is lost.
+func TestTailTearAtEverySectorBoundary(t *testing.T) {
+	noDirSync(t)
+	for _, payload := range []int{20, 1100, 3000} {
+		for _, at := range entryStarts {
+			data, off, end, recs := lastEntryLog(t, at, payload)
+			first := (off/sectorSize + 1) * sectorSize
+			for b := first; b < end; b += sectorSize {
+				lost := min(b+sectorSize, end)
+				images := map[string][]byte{
+					"kept before, file ends": bytes.Clone(data[:b]),
+					"kept before":            clearRange(data, b, end),
+					"kept after":             clearRange(data, off, b),
+					"one sector lost":        clearRange(data, b, lost),
+				}
+				if b-sectorSize >= off {
+					images["the sector before lost"] = clearRange(data, b-sectorSize, b)
+				}
+				for kind, img := range images {
+					name := fmt.Sprintf("payload %d at %d, boundary +%d: %s", payload, off, b-off, kind)
+					dir := t.TempDir()
+					l, err := openImage(t, dir, img)
+					if err != nil {
+						t.Fatalf("%s: refused: %v", name, err)
+					}
+					if _, err := l.Append([][]byte{[]byte("after")}); err != nil {
+						t.Fatalf("%s: append after the cut: %v", name, err)
+					}
+					l.Close()
+					got := readAll(t, dir)
+					kept := len(got) - 1
+					if kept != len(recs)-1 && kept != len(recs) || !equalRecords(got[:kept], recs[:kept]) {
+						t.Fatalf("%s: %d records before the new one, want the %d before the torn entry (or all %d)", name, kept, len(recs)-1, len(recs))
+					}
+				}
+			}
+		}
+	}
+}
+
+// flips are the changes tried on byte i of an entry of n bytes: every byte
+// flipped whole; its lowest and highest bit alone too near the entry's ends
+// (length prefix, header, checksum) and at every 7th byte in between.
+func flips(i, n int) []byte {
+	if i < 16 || i >= n-16 || i%7 == 0 {
+		return []byte{0xff, 0x01, 0x80}
+	}
+	return []byte{0xff}
+}
+
+func clearRange(b []byte, lo, hi int) []byte {
+	out := bytes.Clone(b)
+	clear(out[lo:hi])
+	return out
+}
