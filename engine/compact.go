@@ -109,20 +109,37 @@ func (e *Engine) loadSnapshot() (*replay.State, uint64, error) {
 // and its WAL index, or a fresh state and 0 when there is none. A snapshot
 // that does not load is reported on logger and the next older one is tried.
 func LoadSnapshot(dataDir string, logger *slog.Logger) (*replay.State, uint64, error) {
+	st, idx, _, err := CheckSnapshots(dataDir, logger)
+	return st, idx, err
+}
+
+// BadSnapshot is a snapshot file that does not load, and why.
+type BadSnapshot struct {
+	Path  string
+	Index uint64
+	Err   error
+}
+
+// CheckSnapshots is LoadSnapshot that also returns the newer snapshots it
+// skipped because they do not load (newest first): what a boot logs and
+// falls back from, and `orkwal wal verify` reports as corruption.
+func CheckSnapshots(dataDir string, logger *slog.Logger) (*replay.State, uint64, []BadSnapshot, error) {
 	idxs, err := snapshotIndexes(dataDir)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
+	var bad []BadSnapshot
 	for _, idx := range idxs {
 		path := Layout(dataDir).Snapshot(idx)
 		st, err := readSnapshot(path)
 		if err != nil {
 			logger.Error("snapshot does not load; trying an older one, or the whole log", "file", path, "err", err)
+			bad = append(bad, BadSnapshot{Path: path, Index: idx, Err: err})
 			continue
 		}
-		return st, idx, nil
+		return st, idx, bad, nil
 	}
-	return replay.New(), 0, nil
+	return replay.New(), 0, bad, nil
 }
 
 func readSnapshot(path string) (*replay.State, error) {

@@ -47,7 +47,7 @@ func walVerify(c *cli.Context) error {
 		return exitf(exitFailure, "no WAL at %s: %v", dir, err)
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
-	st, snapIndex, err := engine.LoadSnapshot(c.String("data"), logger)
+	st, snapIndex, badSnaps, err := engine.CheckSnapshots(c.String("data"), logger)
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}
@@ -77,15 +77,40 @@ func walVerify(c *cli.Context) error {
 		err = engine.LogMeetsSnapshot(firstIndex(dir), lastIndex, snapIndex)
 	}
 	out := c.App.Writer
+	reportBadSnapshots(out, badSnaps, snapIndex)
 	if err != nil {
 		fmt.Fprintf(out, "CORRUPT after %d good frames: %v\n", frames, err)
-		return exitf(exitFailure, "verify failed; see `orkwal wal repair --truncate-at` to cut there (a copy is kept)")
+		fmt.Fprintln(out, "a boot refuses this folder; `orkwal wal repair --truncate-at INDEX` cuts the log there (a copy is kept)")
+		return exitf(exitFailure, "verify failed")
 	}
 	fmt.Fprintf(out, "ok: %d frames, %d records, %d workflows, %d runs\n", frames, records, len(st.Workflows), len(st.Runs))
 	if torn != nil {
 		fmt.Fprintf(out, "torn tail (the trace of a crash during a write; the next boot cuts it): %v\n", torn)
 	}
+	if len(badSnaps) > 0 {
+		return exitf(exitFailure, "verify failed: %d corrupt snapshot(s)", len(badSnaps))
+	}
 	return nil
+}
+
+// reportBadSnapshots says which snapshots do not load and what a boot does
+// about it: it skips them and starts from the next older one (base, 0 for
+// none: the whole log), which loses nothing while the log still holds every
+// frame after it (the log check that follows says whether it does).
+func reportBadSnapshots(out io.Writer, bad []engine.BadSnapshot, base uint64) {
+	for _, b := range bad {
+		fmt.Fprintf(out, "CORRUPT snapshot at index %d (%s): %v\n", b.Index, b.Path, b.Err)
+	}
+	if len(bad) == 0 {
+		return
+	}
+	from := "the whole log (no older snapshot loads)"
+	if base > 0 {
+		from = fmt.Sprintf("the snapshot at index %d and the log after it", base)
+	}
+	fmt.Fprintf(out, "a boot skips it (logging an error) and starts from %s; "+
+		"once that boots, `orkwal wal compact` (daemon stopped) or the next compaction writes a new snapshot; "+
+		"move the corrupt file out of snapshots/ to keep it for inspection\n", from)
 }
 
 // walInspect prints one JSON object per record.

@@ -358,3 +358,34 @@ func TestWalRepairWithoutTruncateAt(t *testing.T) {
 		t.Fatalf("help: %s", help)
 	}
 }
+
+// TestWalVerifyCorruptNewestSnapshot: a newest snapshot that does not load
+// is corruption: verify exits 1, names the file and says what a boot does
+// (it starts from the older snapshot or the whole log, which it does, with
+// every run). Before, verify printed the error and exited 0.
+func TestWalVerifyCorruptNewestSnapshot(t *testing.T) {
+	dir, snaps := makeSnapshotted(t)
+	matches, _ := filepath.Glob(filepath.Join(dir, "snapshots", "snapshot-*"+strconv.FormatUint(snaps[0], 10)+".snap"))
+	if len(matches) != 1 || len(snaps) != 1 {
+		t.Fatalf("want one snapshot file, found %v (indexes %v)", matches, snaps)
+	}
+	data, _ := os.ReadFile(matches[0])
+	data[len(data)-1] ^= 0xff // in its body: the checksum fails
+	if err := os.WriteFile(matches[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := walCLI(t, "verify", "--data", dir)
+	if code != 1 || !strings.Contains(out, "CORRUPT snapshot at index "+strconv.FormatUint(snaps[0], 10)) ||
+		!strings.Contains(out, matches[0]) || !strings.Contains(out, "a boot skips it") || !strings.Contains(out, "starts from the whole log") {
+		t.Fatalf("verify of a corrupt newest snapshot: exit %d\n%s", code, out)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatalf("boot after verify said it starts from the log: %v", err)
+	}
+	defer eng.Close()
+	if runs := len(eng.Runs(engine.RunFilter{})); runs != 20 {
+		t.Fatalf("boot from the log: %d runs, want 20", runs)
+	}
+}
