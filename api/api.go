@@ -138,6 +138,8 @@ func (s *Server) register() {
 	s.handle("GET /runs/{id}/tasks", s.listTasks)
 	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
 	s.handle("GET /events", s.streamEvents, "run", "workflow")
+	s.handle("POST /workflows/{name}/alerts/test", s.testAlerts)
+	s.handle("GET /alerts", s.listAlerts, "limit")
 }
 
 // Routes lists the registered method and path patterns ("GET /runs/{id}").

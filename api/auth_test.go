@@ -24,6 +24,7 @@ func TestTokenRequired(t *testing.T) {
 		{"GET", "/metrics"}, {"GET", "/openapi.json"}, {"GET", "/nope"}, {"PUT", "/workflows"},
 		{"POST", "/workflows/w/schedule/pause"}, {"POST", "/workflows/w/schedule/resume"},
 		{"GET", "/schema/workflow.json"}, {"GET", "/events"},
+		{"POST", "/workflows/w/alerts/test"}, {"GET", "/alerts"},
 	}
 	if len(endpoints) < len(f.api.Routes()) {
 		t.Fatalf("%d routes, %d in the test: add the new ones", len(f.api.Routes()), len(endpoints))

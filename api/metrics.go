@@ -203,6 +203,11 @@ func writeEngineMetrics(w io.Writer, st engine.Stats) {
 		{"orkwal_boot_torn_tail_bytes", "gauge", "Bytes of torn WAL tail cut at boot (the trace of a crash during a write).", float64(st.BootCutBytes)},
 		{"orkwal_tasks_in_flight", "gauge", "Task attempts dispatched or running.", float64(st.TasksInFlight)},
 		{"orkwal_tasks_ready", "gauge", "Pending tasks whose dependencies are done.", float64(st.TasksReady)},
+		{"orkwal_alerts_raised_total", "counter", "Alerts raised since boot (a run's end, a retry, an SLA, a summary).", float64(st.AlertsRaised)},
+		{"orkwal_alerts_sent_total", "counter", "Alert deliveries accepted by their target since boot.", float64(st.AlertsSent)},
+		{"orkwal_alerts_failed_total", "counter", "Alert delivery attempts that failed since boot (each is retried until the give-up time).", float64(st.AlertsFailed)},
+		{"orkwal_alerts_given_up_total", "counter", "Alert deliveries given up since boot.", float64(st.AlertsGivenUp)},
+		{"orkwal_alerts_throttled_total", "counter", "Alert deliveries held back by a target's storm limit since boot (told in a summary).", float64(st.AlertsThrottled)},
 	}
 	for _, g := range gauges {
 		family(w, g.name, g.typ, g.help)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/executors/notify"
+	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/orkwal/orkwal/wal"
 )
 
@@ -43,8 +45,43 @@ type Config struct {
 	// lock when a background compaction is decided (before its start).
 	CompactFault func(step string) error
 	// Rand draws uniformly from [0, 1) for the retry backoff's jitter
-	// (replay.MaxJitter); default math/rand/v2. Tests inject their own.
+	// (replay.MaxJitter) and the alerts' backoff; default math/rand/v2.
+	// Tests inject their own.
 	Rand func() float64
+
+	// Alerts (docs/format.md, "Alerts"): the daemon's default targets,
+	// told besides each workflow's own; the base of the run page's link
+	// (e.g. http://127.0.0.1:7777: a link is <base>/ui/runs/<id>); the
+	// sender (default notify.New); how long a delivery is retried
+	// (default 24 h), its longest backoff (default 5 min), and the storm
+	// limit per target (AlertThrottle alerts per AlertWindow; defaults 10
+	// per 10 min).
+	Alerts          []*workflow.Alert
+	AlertBaseURL    string
+	AlertSender     AlertSender
+	AlertGiveUp     time.Duration
+	AlertMaxBackoff time.Duration
+	AlertThrottle   int
+	AlertWindow     time.Duration
+}
+
+func (c Config) alertDefaults() Config {
+	if c.AlertSender == nil {
+		c.AlertSender = notify.New(notify.Config{})
+	}
+	if c.AlertGiveUp <= 0 {
+		c.AlertGiveUp = DefaultAlertGiveUp
+	}
+	if c.AlertMaxBackoff <= 0 {
+		c.AlertMaxBackoff = DefaultAlertMaxBackoff
+	}
+	if c.AlertThrottle <= 0 {
+		c.AlertThrottle = DefaultAlertThrottle
+	}
+	if c.AlertWindow <= 0 {
+		c.AlertWindow = DefaultAlertWindow
+	}
+	return c
 }
 
 func (c Config) withDefaults() Config {
@@ -65,6 +102,7 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = WallClock
 	}
+	c = c.alertDefaults()
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}

@@ -119,5 +119,8 @@ func (e *Engine) nextWake(notBefore int64) int64 {
 	if len(e.deadlines) > 0 && (wake == 0 || e.deadlines[0].at < wake) {
 		wake = e.deadlines[0].at
 	}
+	if a := e.nextAlertWake(); a != 0 && (wake == 0 || a < wake) {
+		wake = a
+	}
 	return wake
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -92,7 +93,13 @@ type Engine struct {
 	spanMax, lagMax, entryMax int64
 
 	metrics metrics
-	bootCut int64 // torn-tail bytes cut when the WAL was opened
+
+	// Alerts: loop-owned bookkeeping (alerts.go), and the context of the
+	// sends, cancelled by Close.
+	alerts     alertLoop
+	sendCtx    context.Context
+	cancelSend context.CancelFunc
+	bootCut    int64 // torn-tail bytes cut when the WAL was opened
 
 	// Loop-owned: in-process recovery after a disk-full failure.
 	recoverTimer <-chan time.Time
@@ -152,6 +159,8 @@ func Open(cfg Config) (*Engine, error) {
 		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{}, notRunCount: map[string]int{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}
+	e.sendCtx, e.cancelSend = context.WithCancel(context.Background())
+	e.alerts = alertLoop{sending: map[replay.DeliveryRef]bool{}, windows: map[string]*throttleWindow{}, summary: map[string]bool{}}
 	if err := e.recover(); err != nil {
 		lock.Release()
 		return nil, err
@@ -228,6 +237,7 @@ func (e *Engine) recover() error {
 		return err
 	}
 	e.compactAtBoot()
+	e.armAlerts()
 	return nil
 }
 
@@ -404,11 +414,21 @@ func (e *Engine) commit(recs []replay.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	payloads := make([][]byte, 0, len(recs))
 	for _, r := range recs {
 		if err := e.state.Apply(r); err != nil {
 			return fmt.Errorf("engine: boot record %s: %w", r.Kind(), err)
 		}
+	}
+	out := &turnOutput{recs: recs}
+	e.noticeRecords(out) // a crash loop that ends a run raises its alert here
+	recs = out.recs
+	defer func() {
+		for _, log := range out.logs {
+			log()
+		}
+	}()
+	payloads := make([][]byte, 0, len(recs))
+	for _, r := range recs {
 		p, err := replay.Encode(r)
 		if err != nil {
 			return err
@@ -444,6 +464,7 @@ func (e *Engine) Close() error {
 		close(e.done) // never started: there is no loop to wait for
 	}
 	<-e.done
+	e.cancelSend() // a send cut short is sent again after the next boot
 	e.closeEvents()
 	e.launcher.wait()      // no start or folder removal outlives Close
 	for e.copying != nil { // the loop left a snapshot's copy: complete it

@@ -16,6 +16,7 @@ type event struct {
 	cmd    *command
 	exec   *executors.Event
 	notRun *notRun
+	sent   *sent // an alert delivery's outcome
 }
 
 // command is a request from a caller. decide runs on the loop under the
@@ -57,6 +58,14 @@ type turnOutput struct {
 	progress bool       // something was dispatched or decided
 	wake     int64      // earliest not_before seen in the future
 	index    uint64     // the WAL index the records were committed at
+
+	// Alerts (alerts.go): records looked at so far, the daemon's log lines
+	// and the sends to run once the frame is durable, and per turn which
+	// runs' starts and ends were seen.
+	noticed       int
+	logs          []func()
+	sends         []sendJob
+	logged, ended map[string]bool
 }
 
 type pendingReply struct {
@@ -178,6 +187,10 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		case ev.notRun != nil:
 			e.flushStarted(out)
 			e.decideNotRun(ev.notRun, now, out)
+		case ev.sent != nil && e.poison.Load() != nil:
+			delete(e.alerts.sending, ev.sent.ref) // sent again once the WAL recovers
+		case ev.sent != nil:
+			e.decideSent(ev.sent, now, out)
 		case e.poison.Load() != nil:
 			e.pendingStarted = nil
 			e.forgetExec(ev.exec, out)
@@ -187,6 +200,7 @@ func (e *Engine) turn(evs []event) *turnOutput {
 			e.flushStarted(out)
 			e.decideExec(ev.exec, now, out)
 		}
+		e.noticeRecords(out)
 	}
 	e.expireDeadlines(now, out)
 	var cronWake int64
@@ -195,6 +209,11 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	}
 	if e.canDispatch() {
 		e.dispatch(now, out)
+	}
+	e.noticeRecords(out)
+	if e.poison.Load() == nil {
+		e.alertTimersDue(now, out)
+		e.noticeRecords(out)
 	}
 	if cronWake != 0 && (out.wake == 0 || cronWake < out.wake) {
 		out.wake = cronWake
@@ -584,6 +603,10 @@ func (e *Engine) append(out *turnOutput) bool {
 	for _, s := range out.starts {
 		delete(e.attempts, s.job.TaskID)
 	}
+	for _, s := range out.sends {
+		delete(e.alerts.sending, s.ref) // still pending: sent once the WAL recovers
+	}
+	out.sends, out.logs = nil, nil
 	e.inflight = len(e.attempts)
 	out.starts, out.stops = nil, nil
 	return false
@@ -617,6 +640,10 @@ func (e *Engine) effects(out *turnOutput) {
 		e.notify()
 		e.wakeWaiters()
 	}
+	for _, log := range out.logs {
+		log()
+	}
+	e.launchSends(out.sends)
 	for _, r := range out.replies {
 		r.cmd.reply <- r.res
 	}

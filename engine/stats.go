@@ -2,6 +2,7 @@ package engine
 
 import (
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/orkwal/orkwal/replay"
@@ -34,6 +35,9 @@ type Stats struct {
 	Workflows       int
 	Runs            map[string]int // by status, every status present
 	Tasks           map[string]int // by status (a fan-out counts as itself and as each instance), every status present
+	// Alerts since the daemon started: raised, deliveries sent (accepted
+	// by their target), attempts failed, deliveries given up and throttled.
+	AlertsRaised, AlertsSent, AlertsFailed, AlertsGivenUp, AlertsThrottled int64
 }
 
 // runStatuses and taskStatuses are every status, in their lifecycle order.
@@ -48,6 +52,8 @@ type metrics struct {
 	dispatch       wal.Histogram
 	duration       wal.Histogram
 	diskRecoveries int64 // under e.mu
+
+	alertsRaised, alertsSent, alertsFailed, alertsGivenUp, alertsThrottled atomic.Int64
 }
 
 // Stats returns the current metrics.
@@ -57,7 +63,10 @@ func (e *Engine) Stats() Stats {
 		WALWrite: &e.wal.WriteLatency, WALSync: &e.wal.SyncLatency, Turns: e.turns.Load(),
 		Compactions: e.compactions.Load(), DiskRecoveries: e.metrics.diskRecoveries,
 		BootCutBytes: e.bootCut, TasksInFlight: e.inflight, TasksReady: e.state.ReadyCount(),
-		Workflows: len(e.state.Workflows), Runs: map[string]int{}, Tasks: map[string]int{}}
+		Workflows: len(e.state.Workflows), Runs: map[string]int{}, Tasks: map[string]int{},
+		AlertsRaised: e.metrics.alertsRaised.Load(), AlertsSent: e.metrics.alertsSent.Load(),
+		AlertsFailed: e.metrics.alertsFailed.Load(), AlertsGivenUp: e.metrics.alertsGivenUp.Load(),
+		AlertsThrottled: e.metrics.alertsThrottled.Load()}
 	runs, tasks := e.state.RunCounts(), e.state.TaskCounts() // kept by Apply: O(1)
 	for _, s := range runStatuses {
 		st.Runs[string(s)] = runs[s]

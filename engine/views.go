@@ -66,6 +66,8 @@ type RunView struct {
 	// status is then final, whatever ended it).
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
 	Tasks           []TaskView `json:"tasks,omitempty"`
+	// Alerts raised about the run, with their deliveries (with the tasks).
+	Alerts []AlertView `json:"alerts,omitempty"`
 }
 
 // TaskView is one task of a run. A fan-out task is listed once as itself
@@ -141,6 +143,7 @@ func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 		for i, t := range r.Tasks {
 			v.Tasks[i] = e.viewTask(t, g)
 		}
+		v.Alerts = viewAlerts(e.state.AlertsOf(r.ID))
 	}
 	return v
 }

@@ -108,10 +108,11 @@ func (a *Alert) Done() bool {
 
 // alerts is the alerts part of the state.
 type alerts struct {
-	list    []*Alert          // in raise order
-	byID    map[string]*Alert // derived
-	done    int               // derived: alerts in list that are Done
-	pending map[string]int    // derived: pending deliveries per target key
+	list    []*Alert            // in raise order
+	byID    map[string]*Alert   // derived
+	byRun   map[string][]*Alert // derived: a run's alerts, in raise order
+	done    int                 // derived: alerts in list that are Done
+	pending map[string]int      // derived: pending deliveries per target key
 }
 
 // AlertList returns the alerts in raise order; callers must not modify it.
@@ -119,6 +120,10 @@ func (s *State) AlertList() []*Alert { return s.alerts.list }
 
 // AlertByID returns an alert, or nil.
 func (s *State) AlertByID(id string) *Alert { return s.alerts.byID[id] }
+
+// AlertsOf returns a run's alerts in raise order; callers must not
+// modify it.
+func (s *State) AlertsOf(run string) []*Alert { return s.alerts.byRun[run] }
 
 // PendingTo is the number of pending deliveries to a target (by its Key).
 func (s *State) PendingTo(key string) int { return s.alerts.pending[key] }
@@ -220,10 +225,13 @@ func (s *State) countPending(d Delivery, delta int) {
 
 func (s *State) addAlert(a *Alert) {
 	if s.alerts.byID == nil {
-		s.alerts.byID = map[string]*Alert{}
+		s.alerts.byID, s.alerts.byRun = map[string]*Alert{}, map[string][]*Alert{}
 	}
 	s.alerts.list = append(s.alerts.list, a)
 	s.alerts.byID[a.ID] = a
+	if a.Run != "" {
+		s.alerts.byRun[a.Run] = append(s.alerts.byRun[a.Run], a)
+	}
 	for _, d := range a.Deliveries {
 		s.countPending(d, +1)
 	}
@@ -248,11 +256,24 @@ func (s *State) trimAlerts(pruned map[string]bool) {
 			}
 			s.alerts.done--
 			delete(s.alerts.byID, a.ID)
+			s.dropFromRun(a)
 			continue
 		}
 		kept = append(kept, a)
 	}
 	s.alerts.list = kept
+}
+
+func (s *State) dropFromRun(a *Alert) {
+	list := s.alerts.byRun[a.Run]
+	if i := slices.Index(list, a); i >= 0 {
+		list = slices.Delete(slices.Clone(list), i, i+1)
+	}
+	if len(list) == 0 {
+		delete(s.alerts.byRun, a.Run)
+		return
+	}
+	s.alerts.byRun[a.Run] = list
 }
 
 // copyAlerts is the alerts for a snapshot: bounded (see MaxDoneAlerts and

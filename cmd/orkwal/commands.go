@@ -32,7 +32,7 @@ func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
 		showCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(),
-		scheduleCommand(),
+		scheduleCommand(), alertsCommand(),
 		completionCommand(),
 	}
 }

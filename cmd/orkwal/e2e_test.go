@@ -53,8 +53,14 @@ func startDaemon(t *testing.T, bin, data, addr string, env ...string) *daemon {
 
 func startDaemonOn(t *testing.T, bin, data, addr, workflows string, env ...string) *daemon {
 	t.Helper()
+	return startDaemonArgs(t, bin, data, addr, []string{"--workflows", workflows}, env...)
+}
+
+// startDaemonArgs starts `orkwal run --data data --addr addr args...`.
+func startDaemonArgs(t *testing.T, bin, data, addr string, args []string, env ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, addr: addr, logs: &lockedBuffer{}}
-	d.cmd = exec.Command(bin, "run", "--data", data, "--addr", addr, "--workflows", workflows)
+	d.cmd = exec.Command(bin, append([]string{"run", "--data", data, "--addr", addr}, args...)...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	if err := d.cmd.Start(); err != nil {

@@ -136,7 +136,10 @@ func writeRun(w io.Writer, r engine.RunView) error {
 		fmt.Fprintf(w, "%-10s%s\n", f[0], f[1])
 	}
 	fmt.Fprintln(w)
-	return writeTasks(w, r.Tasks)
+	if err := writeTasks(w, r.Tasks); err != nil {
+		return err
+	}
+	return writeAlerts(w, r.Alerts)
 }
 
 func writeTasks(w io.Writer, tasks []engine.TaskView) error {

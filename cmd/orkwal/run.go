@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
-		}, append(retentionFlags(), daemonFlags()...)...),
+		}, append(append(retentionFlags(), alertFlags()...), daemonFlags()...)...),
 		Action: withoutArguments(runDaemon),
 	}
 }
@@ -83,6 +83,13 @@ func runDaemon(c *cli.Context) error {
 	if err := checkLimits(c); err != nil {
 		return err
 	}
+	if err := checkAlertFlags(c); err != nil {
+		return err
+	}
+	alerts, err := loadAlerts(c.String("alerts"))
+	if err != nil {
+		return err
+	}
 	// Bind before the data folder is touched: a daemon that cannot listen
 	// (the port is taken, often by the daemon already running) must not
 	// create, lock or replay anything.
@@ -92,7 +99,9 @@ func runDaemon(c *cli.Context) error {
 	}
 	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), MaxConcurrent: c.Int("max-concurrent"),
 		Logger: logger, KillGrace: c.Duration("kill-grace"), CompactBytes: c.Int64("compact-bytes"),
-		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes")})
+		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes"),
+		Alerts: alerts, AlertBaseURL: publicURL(c, ln), AlertGiveUp: c.Duration("alert-give-up"),
+		AlertMaxBackoff: c.Duration("alert-max-backoff")})
 	if err != nil {
 		ln.Close()
 		return exitf(exitFailure, "%v", err)
