@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -96,6 +97,7 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 	if job.Env, err = renderMap(spec.Env, in); err != nil {
 		return fmt.Errorf("env %w", err)
 	}
+	placeInFolder(job, spec, t.Run.Spec.Dir)
 	switch spec.Executor {
 	case "python":
 		job.Python = pythonJob(t)
@@ -239,4 +241,37 @@ func orNull(b []byte) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(b)
+}
+
+// placeInFolder runs a process or python task of a workflow loaded from a
+// file (dir, the file's folder) as Ork does: in that folder unless it has
+// its own workdir (already resolved against the folder), with PYTHONPATH
+// set to the folder unless its env sets it, and a relative program path
+// such as ./load.sh taken from the working folder (it was looked up from
+// the daemon's). A workflow without a folder (posted through the API with
+// no file) runs in the daemon's working folder, as before.
+func placeInFolder(job *executors.Job, spec *workflow.Task, dir string) {
+	if spec.Executor != "process" && spec.Executor != "python" {
+		return
+	}
+	if job.Workdir == "" {
+		job.Workdir = dir
+	}
+	if job.Workdir != "" && len(job.Command) > 0 && relativePath(job.Command[0]) {
+		job.Command = append([]string{filepath.Join(job.Workdir, job.Command[0])}, job.Command[1:]...)
+	}
+	if _, set := job.Env["PYTHONPATH"]; dir != "" && !set {
+		env := make(map[string]string, len(job.Env)+1)
+		for k, v := range job.Env {
+			env[k] = v
+		}
+		env["PYTHONPATH"] = dir
+		job.Env = env
+	}
+}
+
+// relativePath reports whether a program name is a relative path (holds a
+// slash, so it is not looked up in PATH, and does not start with one).
+func relativePath(name string) bool {
+	return strings.Contains(name, "/") && !filepath.IsAbs(name)
 }
