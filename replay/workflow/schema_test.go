@@ -16,8 +16,9 @@ import (
 // see: relations between values. Every other file Parse refuses must fail
 // the schema too.
 var schemaBlind = map[string]string{
-	"testdata/workflows/cycle.yaml":       "a dependency cycle",
-	"testdata/workflows/unknown_dep.yaml": "depends_on names a task that does not exist",
+	"testdata/workflows/cycle.yaml":             "a dependency cycle",
+	"testdata/workflows/unknown_dep.yaml":       "depends_on names a task that does not exist",
+	"testdata/workflows/python_list_input.yaml": "input_type names a type of types that is a list, not an object",
 }
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
