@@ -131,7 +131,7 @@ func (s *Server) register() {
 	s.handle("POST /workflows/{name}/runs", s.triggerRun)
 	s.handle("POST /workflows/{name}/schedule/pause", s.pauseSchedule)
 	s.handle("POST /workflows/{name}/schedule/resume", s.resumeSchedule)
-	s.handle("GET /runs", s.listRuns, "workflow", "status", "since", "limit", "cursor")
+	s.handle("GET /runs", s.listRuns, "workflow", "status", "since", "limit", "cursor", "id_prefix")
 	s.handle("GET /runs/{id}", s.getRun, "wait")
 	s.handle("POST /runs/{id}/cancel", s.cancelRun)
 	s.handle("POST /runs/{id}/retry", s.retryRun)

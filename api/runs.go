@@ -144,6 +144,10 @@ func pageRuns(runs []engine.RunView, q runsQuery) (page []engine.RunView, more b
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if q.Has("id_prefix") {
+		s.runsWithPrefix(w, q)
+		return
+	}
 	rq, err := parseRunsQuery(q)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -166,4 +170,28 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Next-Cursor", c)
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// runsWithPrefix answers GET /runs?id_prefix=P[&limit=N]: the runs whose
+// id starts with P, by id, at most N (default DefaultRunsLimit), from the
+// engine's sorted index of ids (O(log n + N)). It is how clients take a
+// run by a prefix of its id: one match is the run, more are ambiguous.
+func (s *Server) runsWithPrefix(w http.ResponseWriter, q url.Values) {
+	for k := range q {
+		if k != "id_prefix" && k != "limit" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("id_prefix: %s cannot go with it (only limit can)", k))
+			return
+		}
+	}
+	prefix := strings.ToLower(q.Get("id_prefix"))
+	if prefix == "" || len(prefix) > 36 || strings.Trim(prefix, "0123456789abcdef-") != "" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("id_prefix %q: must be 1 to 36 characters of a run id (0-9, a-f, -)", prefix))
+		return
+	}
+	rq, err := parseRunsQuery(url.Values{"limit": q["limit"]})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, s.eng.RunsWithPrefix(prefix, rq.limit))
 }

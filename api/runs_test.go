@@ -175,3 +175,35 @@ func TestPageRunsCursorOfAGoneRun(t *testing.T) {
 		t.Fatalf("cursor round trip: %+v %v", back, err)
 	}
 }
+
+// TestRunsByIDPrefix: GET /runs?id_prefix= lists the runs whose id starts
+// with it, by id, from the engine's sorted index.
+func TestRunsByIDPrefix(t *testing.T) {
+	f := newFixture(t)
+	f.put("name: ok\ntasks:\n  t: {executor: noop}\n")
+	a, b := f.trigger("ok"), f.trigger("ok")
+	if got, _, _ := f.getRuns("/runs?id_prefix=" + a[:30]); len(got) != 1 || got[0].ID != a {
+		t.Fatalf("prefix of %s: %v", a, ids(got))
+	}
+	if got, _, _ := f.getRuns("/runs?id_prefix=" + strings.ToUpper(b[:30])); len(got) != 1 || got[0].ID != b {
+		t.Fatalf("upper-case prefix of %s: %v", b, ids(got))
+	}
+	want := []string{a, b}
+	if b < a {
+		want = []string{b, a}
+	}
+	if got, _, _ := f.getRuns("/runs?id_prefix=0"); strings.Join(ids(got), ",") != strings.Join(want, ",") {
+		t.Fatalf("prefix 0: %v, want %v", ids(got), want)
+	}
+	if got, _, _ := f.getRuns("/runs?id_prefix=0&limit=1"); len(got) != 1 {
+		t.Fatalf("limit 1: %v", ids(got))
+	}
+	if got, _, _ := f.getRuns("/runs?id_prefix=f"); len(got) != 0 {
+		t.Fatalf("prefix f: %v", ids(got))
+	}
+	for _, q := range []string{"id_prefix=", "id_prefix=xyz", "id_prefix=0&workflow=ok", "id_prefix=0&limit=0"} {
+		if code, body := f.do("GET", "/runs?"+q, ""); code != 400 || !strings.Contains(body, "id_prefix") && !strings.Contains(body, "limit") {
+			t.Errorf("GET /runs?%s: %d %s, want 400 naming it", q, code, body)
+		}
+	}
+}

@@ -224,6 +224,19 @@ func (e *Engine) Runs(f RunFilter) []RunView {
 	return out
 }
 
+// RunsWithPrefix lists, by id, up to limit runs whose id starts with
+// prefix, without their tasks: O(log n + limit) in the runs kept.
+func (e *Engine) RunsWithPrefix(prefix string, limit int) []RunView {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	runs := e.state.RunsWithPrefix(prefix, limit)
+	out := make([]RunView, len(runs))
+	for i, r := range runs {
+		out[i] = e.viewRun(r, false)
+	}
+	return out
+}
+
 // RunStatus returns a run's status without building its view.
 func (e *Engine) RunStatus(id string) (string, error) {
 	e.mu.RLock()

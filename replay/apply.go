@@ -140,6 +140,7 @@ func (s *State) newRun(run *Run) {
 		s.idem[run.IdemKey] = run
 	}
 	s.Runs[run.ID] = run
+	s.runIDs.add(run.ID)
 	s.RunList = append(s.RunList, run)
 	s.createTasks(run, run.CreatedAt)
 }
@@ -440,6 +441,7 @@ func (s *State) applyRunsPruned(r *RunsPruned) error {
 		clear(s.RunList[len(kept):])
 	}
 	s.RunList = kept
+	s.runIDs.drop(drop)
 	s.ready.compact()
 	s.trimAlerts(drop)
 	return nil

@@ -376,6 +376,7 @@ func Restore(snap *Snapshot) (*State, error) {
 		}
 		run := restoreRun(sr, snap.Specs[sr.Spec].Spec)
 		s.Runs[run.ID] = run
+		s.runIDs.add(run.ID)
 		s.RunList = append(s.RunList, run)
 		s.rebuild(run)
 	}

@@ -67,6 +67,7 @@ type State struct {
 	idem       map[string]*Run    // derived: idempotency key → run
 	activeRuns map[string]int     // derived: running runs per workflow
 	counts     counts             // derived: runs and tasks by status (counts.go)
+	runIDs     runIndex           // derived: the runs' ids, sorted
 
 	alerts alerts // raised alerts and their deliveries (alerts.go)
 

@@ -150,7 +150,7 @@ func retryCommand() *cli.Command {
 
 // runVerb posts /runs/RUN/<verb> and prints the run's status after it.
 func runVerb(c *cli.Context, verb string) error {
-	s, args, err := startSession(c, 1, 1)
+	s, args, err := startRunSession(c, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -235,6 +235,19 @@ func startSession(c *cli.Context, minArgs, maxArgs int) (*session, []string, err
 		return nil, nil, usageError(c, fmt.Errorf("-o %q: use table or json", format))
 	}
 	if s.cl, err = newClient(c.String("addr"), c.String("token")); err != nil {
+		return nil, nil, err
+	}
+	return s, args, nil
+}
+
+// startRunSession is startSession for a command whose first argument is a
+// run: a whole id or a unique prefix of one, resolved to the id.
+func startRunSession(c *cli.Context, minArgs, maxArgs int) (*session, []string, error) {
+	s, args, err := startSession(c, minArgs, maxArgs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if args[0], err = s.resolveRun(args[0]); err != nil {
 		return nil, nil, err
 	}
 	return s, args, nil
@@ -524,7 +537,7 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 }
 
 func showAction(c *cli.Context) error {
-	s, args, err := startSession(c, 1, 1)
+	s, args, err := startRunSession(c, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -540,7 +553,7 @@ func showAction(c *cli.Context) error {
 }
 
 func logsAction(c *cli.Context) error {
-	s, args, err := startSession(c, 2, 2)
+	s, args, err := startRunSession(c, 2, 2)
 	if err != nil {
 		return err
 	}
