@@ -92,10 +92,12 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Executors == nil {
+		py := executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger})
 		c.Executors = map[string]executors.Executor{
 			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
 			"noop":    executors.Noop{},
-			"python":  executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
+			"python":  py,
+			"library": py, // ork_task_run through the python runner (PythonJob.Library)
 			"http":    executors.NewHTTP(executors.HTTPConfig{Logger: c.Logger}),
 		}
 	}

@@ -101,6 +101,8 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 	switch spec.Executor {
 	case "python":
 		job.Python = pythonJob(t)
+	case "library":
+		job.Python = libraryJob(t)
 	case "http":
 		job.HTTP, err = httpJob(spec.HTTP, in)
 	}
@@ -143,6 +145,14 @@ func pythonJob(t *replay.Task) *executors.PythonJob {
 			p.Types[k] = v
 		}
 	}
+	return p
+}
+
+// libraryJob runs a library task's ork_task_run through the python
+// runner (see executors.PythonJob.Library), with the workflow's Python.
+func libraryJob(t *replay.Task) *executors.PythonJob {
+	p := pythonJob(t)
+	p.Library, p.File, p.Function, p.SysPath, p.Project = p.File, "", "", nil, ""
 	return p
 }
 

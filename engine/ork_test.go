@@ -2,6 +2,9 @@ package engine
 
 import (
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,5 +73,42 @@ tasks:
 	want := `{"input": {"gen":{"numbers": [1, 2, 3], "by": "gen"},"k":2}, "run": "` + id + `", "id": "` + id + `:sum:1"}`
 	if got != want {
 		t.Errorf("sum's output = %s, want %s", got, want)
+	}
+}
+
+// TestOrkLibraryTask: executor library (Ork's) runs ork_task_run of a
+// shared object, given relative to the workflow's folder, with the
+// task's inputs; its answer is the output.
+func TestOrkLibraryTask(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "double.c")
+	os.WriteFile(src, []byte(`#include <stdlib.h>
+#include <string.h>
+char *ork_task_run(const char *in) { char *s = malloc(strlen(in) + 16); strcpy(s, "[" ); strcat(s, in); strcat(s, "," ); strcat(s, in); strcat(s, "]"); return s; }
+void ork_task_free(char *p) { free(p); }
+`), 0o644)
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(dir, "libdouble.so"), src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	spec, err := workflow.Parse(filepath.Join(dir, "lib.yaml"), []byte(`name: lib
+tasks:
+  twice:
+    executor: library
+    file: libdouble.so
+    inputs: {n: {const: 21}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	defer e.Close()
+	put(t, e, spec)
+	run, err := e.WaitRun(t.Context(), trigger(t, e, "lib"))
+	if err != nil || run.Status != "success" || string(run.Tasks[0].Output) != `[{"n":21},{"n":21}]` {
+		t.Fatalf("run: %+v, %v", run, err)
 	}
 }

@@ -18,9 +18,17 @@ import (
 	"time"
 )
 
-// PythonJob is a Python function to call, Ork style (executor: python).
-// Exactly one of File and Module is set.
+// PythonJob is a Python function to call, Ork style (executor: python),
+// or a shared library's ork_task_run (executor: library, see Library).
+// Exactly one of File, Module and Library is set.
 type PythonJob struct {
+	// Library is the absolute path of a shared object exporting Ork's C
+	// ABI: char *ork_task_run(const char *inputs_json), whose result (JSON,
+	// optionally after "ORK_OUTPUT:") is the output, freed with
+	// void ork_task_free(char *). The runner loads it with ctypes, in the
+	// interpreter's process: a library that crashes ends that process,
+	// never the daemon, and the daemon needs no cgo.
+	Library string
 	// File is the absolute path of a .py file, imported under its stem with
 	// its folder first on sys.path (as `python3 file.py` would).
 	File string
@@ -119,6 +127,7 @@ func NewPython(cfg PythonConfig) *Python {
 // runnerSpec is the file runner.py runs (pythonSpecSuffix).
 type runnerSpec struct {
 	File       string        `json:"file,omitempty"`
+	Library    string        `json:"library,omitempty"`
 	Module     string        `json:"module,omitempty"`
 	SysPath    []string      `json:"sys_path,omitempty"`
 	Function   string        `json:"function"`
@@ -200,12 +209,14 @@ func newRunnerSpec(py *PythonJob) (runnerSpec, error) {
 	switch {
 	case py == nil:
 		return runnerSpec{}, errors.New("no python task (Job.Python is nil)")
-	case py.File != "" && py.Module != "":
-		return runnerSpec{}, errors.New("python task has both file and module")
-	case py.File == "" && py.Module == "":
+	case countSet(py.File, py.Module, py.Library) > 1:
+		return runnerSpec{}, errors.New("python task has more than one of file, module and library")
+	case countSet(py.File, py.Module, py.Library) == 0:
 		return runnerSpec{}, errors.New("python task has neither file nor module")
 	case py.File != "" && !filepath.IsAbs(py.File):
 		return runnerSpec{}, fmt.Errorf("python file %q is not an absolute path", py.File)
+	case py.Library != "" && !filepath.IsAbs(py.Library):
+		return runnerSpec{}, fmt.Errorf("library %q is not an absolute path", py.Library)
 	}
 	types, err := compilePythonTypes(py)
 	if err != nil {
@@ -215,8 +226,19 @@ func newRunnerSpec(py *PythonJob) (runnerSpec, error) {
 	if fn == "" {
 		fn = "main"
 	}
-	return runnerSpec{File: py.File, Module: py.Module, SysPath: py.SysPath, Function: fn, Types: types,
+	return runnerSpec{File: py.File, Library: py.Library, Module: py.Module, SysPath: py.SysPath, Function: fn, Types: types,
 		CheckTypes: py.CheckTypes}, nil
+}
+
+// countSet counts the non-empty strings.
+func countSet(ss ...string) int {
+	n := 0
+	for _, s := range ss {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // writeJSON writes v as JSON to path.

@@ -3,7 +3,8 @@
 Usage: python3 runner.py SPEC_JSON
 
 SPEC_JSON (written by the python executor) names the task:
-  {"file": "/abs/tasks.py"} or {"module": "pkg.tasks", "sys_path": ["/wf"]},
+  {"file": "/abs/tasks.py"} or {"module": "pkg.tasks", "sys_path": ["/wf"]}
+  or {"library": "/abs/libtask.so"} (Ork's library executor, see run_library),
   "function": "main", "error_file": "/scratch/error.txt",
   "types": {"input": node|null, "output": node|null, "types": {name: node}},
   "check_types": true|false
@@ -82,9 +83,12 @@ def run(spec):
     inputs = read_inputs()
     if types.get("input"):
         checked(strict, check_inputs, types["input"], inputs, named)
-    fn = find_function(spec)
-    args, kwargs = call_arguments(fn, inputs)
-    result = fn(*args, **kwargs)
+    if spec.get("library"):
+        result = run_library(spec["library"], inputs)
+    else:
+        fn = find_function(spec)
+        args, kwargs = call_arguments(fn, inputs)
+        result = fn(*args, **kwargs)
     value = jsonable(result, [])
     if types.get("output"):
         checked(strict, check, types["output"], value, [], named, "output")
@@ -167,6 +171,39 @@ def write_output(value):
         raise TaskError("output is not JSON: %s" % err)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def run_library(path, inputs):
+    """Calls Ork's C ABI of a shared library: ork_task_run(inputs as JSON)
+    returns the output as JSON text (after an optional "ORK_OUTPUT:"),
+    which ork_task_free releases. A crash inside ends this process only."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as err:
+        raise TaskError("load library %s: %s" % (path, err))
+    for name in ("ork_task_run", "ork_task_free"):
+        if not hasattr(lib, name):
+            raise TaskError("library %s does not export %s" % (path, name))
+    run, free = lib.ork_task_run, lib.ork_task_free
+    run.argtypes, run.restype = [ctypes.c_char_p], ctypes.c_void_p
+    free.argtypes, free.restype = [ctypes.c_void_p], None
+    sys.stdout.flush()
+    ptr = run(json.dumps(inputs, separators=(",", ":")).encode("utf-8"))
+    if not ptr:
+        raise TaskError("ork_task_run of %s returned NULL" % path)
+    try:
+        raw = ctypes.string_at(ptr)
+    finally:
+        free(ptr)
+    text = raw.decode("utf-8", errors="replace").strip()
+    if text.startswith("ORK_OUTPUT:"):
+        text = text[len("ORK_OUTPUT:"):].strip()
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise TaskError("ork_task_run of %s returned no JSON (%s): %.200s" % (path, err, text))
 
 
 def call_arguments(fn, inputs):

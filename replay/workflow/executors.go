@@ -137,8 +137,8 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 	if t.Executor != "python" && (t.Module != "" || t.Function != "" || t.Python != "") {
 		return p.fail(pt.node, path, "module, function and python are for executor python")
 	}
-	if t.File != "" && t.Executor != "python" && t.Executor != "process" {
-		return p.fail(pt.nodes["file"], joinPath(path, "file"), "is for executors python and process")
+	if t.File != "" && t.Executor != "python" && t.Executor != "process" && t.Executor != "library" {
+		return p.fail(pt.nodes["file"], joinPath(path, "file"), "is for executors python, process and library")
 	}
 	if t.Executor != "http" && t.HTTP != nil {
 		return p.fail(pt.node, path, "method, url, headers, body, request_timeout and async are for executor http")
@@ -148,6 +148,11 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 		return p.checkPython(pt, path)
 	case "process":
 		return p.checkProcessFile(pt, path)
+	case "library":
+		if t.File == "" {
+			return p.fail(pt.node, joinPath(path, "file"), "required for executor library (the shared object exporting ork_task_run and ork_task_free)")
+		}
+		return p.resolveFile(pt, path)
 	case "http":
 		if t.HTTP == nil || t.HTTP.URL == "" {
 			return p.fail(pt.node, joinPath(path, "url"), "required for executor http")

@@ -66,7 +66,7 @@ func TestParseExecutorErrors(t *testing.T) {
 		{"python with command", "{executor: python, module: m, command: x}", "tasks.t.command: not allowed for executor python"},
 		{"function on process", "{command: x, function: f}", "tasks.t: module, function and python are for executor python"},
 		{"file on process", "{command: x, file: a.sh}", "tasks.t.file: " + filepath.Join(dir, "a.sh") + ": no such file"},
-		{"file on http", "{executor: http, url: 'http://x', file: a.sh}", "tasks.t.file: is for executors python and process"},
+		{"file on http", "{executor: http, url: 'http://x', file: a.sh}", "tasks.t.file: is for executors python, process and library"},
 		{"http without url", "{executor: http, method: GET}", "tasks.t.url: required for executor http"},
 		{"url on process", "{command: x, url: http://x}", "are for executor http"},
 		{"unknown placeholder", "{executor: http, url: 'http://x/{{params.nope}}'}", "tasks.t.url: placeholder {{params.nope}}"},
@@ -102,5 +102,26 @@ func TestProcessFile(t *testing.T) {
 	}
 	if b := s.Lookup("b"); strings.Join(b.Command, " ") != "sh -c echo b" {
 		t.Errorf("b: command %q, want its own", b.Command)
+	}
+}
+
+// TestParseLibrary: executor library needs a file, resolved against the
+// workflow's folder, and takes no command.
+func TestParseLibrary(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "libt.so"), nil, 0o644)
+	file := filepath.Join(dir, "w.yaml")
+	s, err := Parse(file, []byte("name: w\ntasks:\n  t: {executor: library, file: libt.so}\n"))
+	if err != nil || s.Lookup("t").File != filepath.Join(dir, "libt.so") {
+		t.Fatalf("%v", err)
+	}
+	for task, want := range map[string]string{
+		"{executor: library}":                            "tasks.t.file: required for executor library",
+		"{executor: library, file: libt.so, command: x}": "tasks.t.command: not allowed for executor library",
+		"{executor: library, file: nope.so}":             "no such file",
+	} {
+		if _, err := Parse(file, []byte("name: w\ntasks:\n  t: "+task+"\n")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", task, err, want)
+		}
 	}
 }

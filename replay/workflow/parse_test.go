@@ -232,8 +232,8 @@ func TestParseErrors(t *testing.T) {
 		{"workdir is a list", "name: a\ntasks:\n  a: {command: x, workdir: [d]}\n", "etl.yaml: tasks.a.workdir: expected a string, got a list"},
 
 		// Values.
-		{"unknown executor", "name: a\ntasks:\n  a: {command: x, executor: docker}\n", `etl.yaml: tasks.a.executor: unknown executor "docker" (allowed: process, noop, python, http)`},
-		{"executor not supported yet", "name: a\ntasks:\n  a: {executor: cloudrun, job: j}\n", `etl.yaml: tasks.a.executor: executor "cloudrun" is not supported yet in this version (allowed: process, noop, python, http)`},
+		{"unknown executor", "name: a\ntasks:\n  a: {command: x, executor: docker}\n", `etl.yaml: tasks.a.executor: unknown executor "docker" (allowed: process, noop, python, http, library)`},
+		{"executor not supported yet", "name: a\ntasks:\n  a: {executor: cloudrun, job: j}\n", `etl.yaml: tasks.a.executor: executor "cloudrun" is not supported yet in this version (allowed: process, noop, python, http, library)`},
 		{"missing command", "name: a\ntasks:\n  a: {env: {A: b}}\n", "etl.yaml: tasks.a.command: required for executor process"},
 		{"null task", "name: a\ntasks:\n  a:\n", "etl.yaml: tasks.a.command: required for executor process"},
 		{"null command", "name: a\ntasks:\n  a: {command: null}\n", "etl.yaml: tasks.a.command: required for executor process"},

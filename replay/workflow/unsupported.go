@@ -21,7 +21,7 @@ var notSupportedYet = map[string]level{
 }
 
 // executors this build runs. The first is the default.
-var executors = []string{"process", "noop", "python", "http"}
+var executors = []string{"process", "noop", "python", "http", "library"}
 
 // executorAliases are other names of an executor; Parse stores the target.
 var executorAliases = map[string]string{
@@ -31,7 +31,6 @@ var executorAliases = map[string]string{
 // executorsNotSupportedYet are executor names Ork accepts that this build
 // cannot run yet.
 var executorsNotSupportedYet = map[string]bool{
-	"library":   true,
 	"cloudrun":  true,
 	"cloud_run": true,
 }
