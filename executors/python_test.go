@@ -408,7 +408,7 @@ func TestPythonStartErrors(t *testing.T) {
 		want string
 	}{
 		{name: "no python", py: nil, want: "no python task"},
-		{name: "both", py: &PythonJob{File: file, Module: "m"}, want: "both file and module"},
+		{name: "both", py: &PythonJob{File: file, Module: "m"}, want: "more than one of file, module and library"},
 		{name: "neither", py: &PythonJob{Function: "f"}, want: "neither file nor module"},
 		{name: "relative file", py: &PythonJob{File: "tasks.py"}, want: `python file "tasks.py" is not an absolute path`},
 		{name: "bad type", py: &PythonJob{File: file, InputType: json.RawMessage(`{"a": "integer"}`)},
