@@ -77,18 +77,7 @@ func TestKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and kill -9s it")
 	}
-	kills := *tortureKills
-	if kills == 0 {
-		kills = 8
-		if longMode() {
-			kills = 1000
-		}
-	}
-	sd := *seed
-	if sd == 0 {
-		sd = baseSeed()
-	}
-	k := newKill9(t, sd, kills)
+	k := newKill9(t, harnessSeed(), budget(*tortureKills, 8, 1000))
 	k.run()
 }
 
@@ -103,6 +92,10 @@ type kill9 struct {
 	wfDir  string
 	logf   *os.File
 	client *http.Client
+	// keepRuns, retention: the daemon's --keep-runs and --retention
+	// (k9KeepRuns and 1m; TestCrashLoop keeps more, for big snapshots).
+	keepRuns  int
+	retention string
 
 	addr   atomic.Value // string: the current daemon's address
 	cur    *daemonProc
@@ -212,7 +205,8 @@ func newKill9(t *testing.T, sd int64, kills int) *kill9 {
 	work := t.TempDir()
 	k := &kill9{t: t, seed: sd, kills: kills, work: work, data: filepath.Join(work, "data"),
 		ledger: filepath.Join(work, "ledger"), wfDir: filepath.Join(work, "workflows"),
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
+		client:   &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+		keepRuns: k9KeepRuns, retention: "1m"}
 	if err := os.MkdirAll(k.wfDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +279,7 @@ func (k *kill9) start() *daemonProc {
 	fmt.Fprintf(k.logf, "=== start on %s\n", addr)
 	cmd := exec.Command(k.bin, "run", "--data", k.data, "--addr", addr, "--workflows", k.wfDir,
 		"--max-concurrent", "8", "--kill-grace", "2s", "--compact-bytes", fmt.Sprint(k9CompactBytes),
-		"--keep-runs", fmt.Sprint(k9KeepRuns), "--retention", "1m")
+		"--keep-runs", fmt.Sprint(k.keepRuns), "--retention", k.retention)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "ORKWAL_") {
 			cmd.Env = append(cmd.Env, kv)

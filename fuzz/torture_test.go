@@ -21,10 +21,32 @@ var (
 		"TestPowerLoss: run scenarios for this long (the default when no other limit is set: 25s, 5s with -short)")
 	tortureKills = flag.Int("torture.kills", 0,
 		"TestKill9: kill -9 the daemon this many times (0 = 8, or 1000 with ORKWAL_TORTURE=long)")
+	tortureLives = flag.Int("torture.lives", 0,
+		"TestCrashLoop: lives of the daemon, each ended by a kill -9 (0 = 12, or 100 with ORKWAL_TORTURE=long)")
 )
 
 // longMode: ORKWAL_TORTURE=long asks for the long runs (make torture).
 func longMode() bool { return os.Getenv("ORKWAL_TORTURE") == "long" }
+
+// budget is a harness's size: its flag's value if set, else long in long
+// mode, else short.
+func budget(flag, short, long int) int {
+	switch {
+	case flag != 0:
+		return flag
+	case longMode():
+		return long
+	}
+	return short
+}
+
+// harnessSeed is -seed, or a time-derived base (printed on a failure).
+func harnessSeed() int64 {
+	if *seed != 0 {
+		return *seed
+	}
+	return baseSeed()
+}
 
 // baseSeed is where a multi-seed run starts: ORKWAL_TORTURE_BASE, else the
 // time. Every seed is printed when it fails, so a time base loses nothing.

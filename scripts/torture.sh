@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The long crash-recovery torture of docs/reliability.md: the power-loss
 # simulation (fuzz/TestPowerLoss) until 100,000 simulated power cuts, then
-# 1,000 kill -9s of the real daemon (fuzz/TestKill9), then a summary. On the
+# 1,000 kill -9s of the real daemon (fuzz/TestKill9), 100 lives of a daemon
+# killed at each compaction (fuzz/TestCrashLoop), a disk filled and emptied
+# under load (fuzz/TestDiskFill, root only), then a summary. On the
 # 2-core development machine this takes about 35 minutes (power loss ~12,
 # kill -9 ~23: it waits for compactions and boots load snapshots). Any failure stops it with the failing seed and the command
 # that replays it. The raw output is kept in bin/torture.txt.
 #
 #   CRASHES  simulated power cuts to inject (100000)
 #   KILLS    kill -9s of the daemon (1000)
+#   LIVES    lives of the crash-loop harness (100)
 #   BASE     first power-loss seed (default: from the time; each scenario is
 #            BASE+i, and a failing one is printed)
 #   SEED     the kill -9 run's seed (default: from the time)
@@ -17,6 +20,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 CRASHES=${CRASHES:-100000}
 KILLS=${KILLS:-1000}
+LIVES=${LIVES:-100}
 export ORKWAL_TORTURE=long
 [ -n "${BASE:-}" ] && export ORKWAL_TORTURE_BASE=$BASE
 seedflag=()
@@ -37,9 +41,21 @@ $GO test ./fuzz -count=1 -v -timeout 0 -run '^TestKill9$' -torture.kills "$KILLS
 	tee -a "$raw" | grep -E '^(TORTURE|--- |FAIL|ok|PASS|panic)|kill9_test.go' || true
 grep -q '^TORTURE kill9' "$raw" || { tail -n 80 "$raw"; echo "torture: the kill -9 harness failed (all output: $raw)"; exit 1; }
 
-# get <harness> <key>: a value of a TORTURE summary line.
+echo "== crash loop: $LIVES lives of the daemon, each cut at its compaction (go test ./fuzz -run '^TestCrashLoop\$' -torture.lives $LIVES ${seedflag[*]})"
+$GO test ./fuzz -count=1 -v -timeout 0 -run '^TestCrashLoop$' -torture.lives "$LIVES" "${seedflag[@]}" 2>&1 |
+	tee -a "$raw" | grep -E '^(--- |FAIL|ok|PASS|panic)|crashloop_test.go:[0-9]+: (TORTURE|boot)' || true
+grep -q 'TORTURE crashloop' "$raw" || { tail -n 80 "$raw"; echo "torture: the crash-loop harness failed (all output: $raw)"; exit 1; }
+
+echo "== disk fill: a 32 MiB tmpfs filled and emptied 3 times under load (go test ./fuzz -run '^TestDiskFill\$'; root only)"
+$GO test ./fuzz -count=1 -v -timeout 0 -run '^TestDiskFill$' "${seedflag[@]}" 2>&1 |
+	tee -a "$raw" | grep -E '^(--- |FAIL|ok|PASS|panic)|diskfill_test.go' || true
+grep -q 'TORTURE diskfill\|SKIP: TestDiskFill' "$raw" || { tail -n 80 "$raw"; echo "torture: the disk-fill harness failed (all output: $raw)"; exit 1; }
+
+# get <harness> <key>: a value of a TORTURE summary line (harnesses that
+# print it through t.Logf have the file:line before it).
 get() {
-	awk -v h="$1" -v k="$2" '$1 == "TORTURE" && $2 == h {
+	awk -v h="$1" -v k="$2" '{ sub(/^ *[a-z0-9_]+\.go:[0-9]+: /, "") }
+		$1 == "TORTURE" && $2 == h {
 		for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$raw"
 }
 pl_cuts=$(get powerloss crashes)
@@ -60,4 +76,6 @@ orkwal torture summary ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(($(date +
   compaction         power loss: $(get powerloss compactions) compactions, $(get powerloss compaction_crashes) cuts at a compaction step, $(get powerloss truncated_boots) boots on a truncated log, $(get powerloss pruned) runs pruned; kill -9: $(get kill9 compaction_kills) kills timed on a compaction ($(get kill9 tmp_kills) left a snapshot .tmp), $(get kill9 snapshots) snapshots, $(get kill9 pruned) runs pruned
   cron               $(get kill9 cron_fires) fires across the kills, none twice, none lost
   disk bound         kill -9: WAL at most $(get kill9 max_wal_bytes) bytes, largest snapshot $(get kill9 max_snapshot_bytes), data folder at most $(get kill9 max_data_bytes) (--compact-bytes 1 MiB)
+  crash loop         $(get crashloop lives) lives cut at their compaction: at most $(get crashloop max_log_since_snapshot) bytes of log since the snapshot at a boot (bound $(get crashloop bound)), boots at most $(get crashloop max_boot_ms) ms (median $(get crashloop median_boot_ms) ms)
+  disk fill          $(get diskfill cycles) fills of the disk: $(get diskfill acked) acknowledged runs, $(get diskfill failed) failed, $(get diskfill lost) lost; $(get diskfill refused) triggers refused (503), $(get diskfill not_prepared) attempts not prepared and run again, $(get diskfill wal_recoveries) WAL recoveries
 EOF
