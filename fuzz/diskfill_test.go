@@ -17,7 +17,8 @@ import (
 // TestDiskFill is harness 5 of docs/reliability.md: a disk that fills and
 // empties under load. The real binary runs on a data folder in a 32 MiB
 // tmpfs the test mounts (root only: CI runs as root), taking runs of a
-// 4-task DAG and of a fan-out from two clients, while the test fills the
+// 4-task DAG, of a task that fails once then retries, and of a sleeping
+// task from two clients, while the test fills the
 // tmpfs to the last byte (a file written until ENOSPC), holds it full for
 // 2 s, removes the file and lets it run 2 s, three times. Triggers
 // answered 503 meanwhile are not acknowledged. Then it stops triggering
@@ -81,11 +82,15 @@ func TestDiskFill(t *testing.T) {
 		strings.Count(string(daemonLog), "WAL recovered"))
 }
 
-// fillTriggers triggers k-dag and k-fan until stopTr, records each 201 as
-// acknowledged and returns how many were refused (503: the WAL is full).
+// fillTriggers triggers k-dag, k-retry and k-sleep until stopTr, records
+// each 201 as acknowledged and returns how many were refused (503: the WAL
+// is full). Their tasks write nothing in the data folder themselves (their
+// ledger is outside the tmpfs): a task's own write that finds the disk full
+// is the task's to handle (one that writes ORKWAL_OUTPUT, ignores the
+// error and exits 0 fails with "output is not valid JSON").
 func (k *kill9) fillTriggers(rng *rand.Rand) (refused int) {
 	for !k.stopTr.Load() {
-		name := []string{"k-dag", "k-fan"}[rng.IntN(2)]
+		name := []string{"k-dag", "k-retry", "k-sleep"}[rng.IntN(3)]
 		code, body, _ := k.call(k.addr.Load().(string), http.MethodPost, "/workflows/"+name+"/runs")
 		var r struct{ ID string }
 		switch {
