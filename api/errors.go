@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/orkwal/orkwal/engine"
 )
@@ -22,6 +24,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, engine.ErrUnavailable):
 		return http.StatusServiceUnavailable
+	case errors.Is(err, engine.ErrOverloaded):
+		return http.StatusTooManyRequests
 	case errors.Is(err, errTooLarge):
 		return http.StatusRequestEntityTooLarge
 	}
@@ -32,6 +36,10 @@ var errTooLarge = errors.New("request body too large")
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
+	var full *engine.OverloadError
+	if errors.As(err, &full) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(full.RetryAfter.Seconds()))))
+	}
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

@@ -22,6 +22,7 @@ import (
 func loadServer(tb testing.TB) (*httptest.Server, *engine.Engine) {
 	tb.Helper()
 	eng, err := engine.Open(engine.Config{DataDir: tb.TempDir(), Logger: quiet,
+		MaxPendingRuns: 1 << 30, MaxPendingRunsPerWorkflow: 1 << 30, // load, not admission
 		Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}}})
 	if err != nil {
 		tb.Fatal(err)

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,10 +210,18 @@ func writeEngineMetrics(w io.Writer, st engine.Stats) {
 		{"orkwal_alerts_failed_total", "counter", "Alert delivery attempts that failed since boot (each is retried until the give-up time).", float64(st.AlertsFailed)},
 		{"orkwal_alerts_given_up_total", "counter", "Alert deliveries given up since boot.", float64(st.AlertsGivenUp)},
 		{"orkwal_alerts_throttled_total", "counter", "Alert deliveries held back by a target's storm limit since boot (told in a summary).", float64(st.AlertsThrottled)},
+		{"orkwal_pending_runs", "gauge", "Runs accepted and not finished (pending or running): what admission control bounds.", float64(st.PendingRuns)},
+		{"orkwal_pending_runs_limit", "gauge", "The bound on pending runs (--max-pending-runs); a trigger beyond it answers 429.", float64(st.MaxPendingRuns)},
+		{"orkwal_pending_runs_per_workflow_limit", "gauge", "The bound on one workflow's pending runs (--max-pending-runs-per-workflow).", float64(st.MaxPendingRunsPerWorkflow)},
+		{"orkwal_runs_refused_total", "counter", "New runs refused by admission control: triggers and retries answered 429, cron fires skipped.", float64(st.RunsRefused)},
 	}
 	for _, g := range gauges {
 		family(w, g.name, g.typ, g.help)
 		sample(w, g.name, "", g.v)
+	}
+	family(w, "orkwal_workflow_pending_runs", "gauge", "Pending runs of each workflow that has any (bounded by --max-pending-runs-per-workflow).")
+	for _, wf := range slices.Sorted(maps.Keys(st.PendingRunsByWorkflow)) {
+		sample(w, "orkwal_workflow_pending_runs", labels("workflow", wf), float64(st.PendingRunsByWorkflow[wf]))
 	}
 }
 

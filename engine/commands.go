@@ -56,10 +56,8 @@ func (e *Engine) DeleteWorkflow(name string) error {
 		if err := e.refuseManaged(st, name, "delete"); err != nil {
 			return nil, nil, err
 		}
-		for _, r := range st.RunList {
-			if r.Workflow == name && !r.Status.Finished() {
-				return nil, nil, fmt.Errorf("%w: workflow %q has active run %s", ErrConflict, name, r.ID)
-			}
+		if id := e.activeRun(name); id != "" {
+			return nil, nil, fmt.Errorf("%w: workflow %q has active run %s", ErrConflict, name, id)
 		}
 		return &replay.WorkflowDeleted{Name: name, At: now}, nil, nil
 	})
@@ -102,6 +100,9 @@ func (e *Engine) TriggerIdempotent(name string, params map[string]string, trigge
 		}
 		merged, err := mergeParams(w.Spec, params)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := e.admit(st, name); err != nil {
 			return nil, nil, err
 		}
 		return &replay.RunCreated{ID: uid.String(), Workflow: name, Version: w.Version, Params: merged,
@@ -198,6 +199,9 @@ func (e *Engine) RetryRun(id string) (RunView, error) {
 			return nil, nil, fmt.Errorf("%w: run %s succeeded: nothing to retry", ErrConflict, id)
 		case !run.Resettable():
 			return nil, nil, fmt.Errorf("%w: run %s ended %s, but every task of it succeeded: nothing to retry", ErrConflict, id, run.Status)
+		}
+		if err := e.admit(st, run.Workflow); err != nil { // a rerun is pending again
+			return nil, nil, err
 		}
 		return &replay.RunRetried{ID: id, Expand: true, At: now}, nil, nil
 	})

@@ -44,6 +44,12 @@ type Config struct {
 	// there. Also called with "begin", a notification, on the loop under its
 	// lock when a background compaction is decided (before its start).
 	CompactFault func(step string) error
+	// MaxPendingRuns bounds the runs accepted and not finished (pending or
+	// running), MaxPendingRunsPerWorkflow those of one workflow; a trigger
+	// beyond either is refused (see admission.go). Defaults
+	// DefaultMaxPendingRuns and DefaultMaxPendingRunsPerWorkflow.
+	MaxPendingRuns            int
+	MaxPendingRunsPerWorkflow int
 	// Rand draws uniformly from [0, 1) for the retry backoff's jitter
 	// (replay.MaxJitter) and the alerts' backoff; default math/rand/v2.
 	// Tests inject their own.
@@ -131,6 +137,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 4096
+	}
+	if c.MaxPendingRuns <= 0 {
+		c.MaxPendingRuns = DefaultMaxPendingRuns
+	}
+	if c.MaxPendingRunsPerWorkflow <= 0 {
+		c.MaxPendingRunsPerWorkflow = DefaultMaxPendingRunsPerWorkflow
 	}
 	return c
 }

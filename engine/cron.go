@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -157,6 +158,12 @@ func (e *Engine) fireOne(sc *replay.Schedule, w *replay.Workflow, at, now int64,
 		}
 	}
 	if rec.Skipped == "" {
+		var full *OverloadError
+		if errors.As(e.admit(e.state, sc.Workflow), &full) {
+			rec.Skipped, rec.Queued = "admission: "+full.Reason()+"; not run", false
+		}
+	}
+	if rec.Skipped == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
 			e.log.Error("cron: new run id", "err", err)
@@ -173,7 +180,11 @@ func (e *Engine) fireOne(sc *replay.Schedule, w *replay.Workflow, at, now int64,
 }
 
 // activeRun returns an unfinished run of the workflow, newest first, or "".
+// The count of unfinished runs spares the scan when there is none.
 func (e *Engine) activeRun(wf string) string {
+	if e.state.OpenRunsOf(wf) == 0 {
+		return ""
+	}
 	for i := len(e.state.RunList) - 1; i >= 0; i-- {
 		if r := e.state.RunList[i]; r.Workflow == wf && !r.Status.Finished() {
 			return r.ID

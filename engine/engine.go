@@ -61,6 +61,7 @@ type Engine struct {
 	started   atomic.Bool
 	turns     atomic.Int64 // loop turns taken, for tests and metrics
 	looked    atomic.Int64 // ready tasks and parked runs dispatch looked at: a pass's cost, for tests
+	refused   atomic.Int64 // new runs refused by admission control (admission.go)
 
 	// Loop-owned: deadlines of attempts, cron schedules, and the timer for
 	// the next wake-up.

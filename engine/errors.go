@@ -8,6 +8,7 @@ var (
 	ErrInvalid     = errors.New("invalid request")
 	ErrConflict    = errors.New("conflict")
 	ErrUnavailable = errors.New("unavailable")
+	ErrOverloaded  = errors.New("overloaded") // a bound on pending runs is reached: see OverloadError
 )
 
 // ErrFansOut marks a request for a fan-out task's log (a kind of

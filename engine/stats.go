@@ -38,6 +38,13 @@ type Stats struct {
 	// Alerts since the daemon started: raised, deliveries sent (accepted
 	// by their target), attempts failed, deliveries given up and throttled.
 	AlertsRaised, AlertsSent, AlertsFailed, AlertsGivenUp, AlertsThrottled int64
+	// Admission control (admission.go): unfinished runs, in all and per
+	// workflow (those with any), their bounds, and the new runs refused.
+	PendingRuns               int
+	PendingRunsByWorkflow     map[string]int
+	MaxPendingRuns            int
+	MaxPendingRunsPerWorkflow int
+	RunsRefused               int64
 }
 
 // runStatuses and taskStatuses are every status, in their lifecycle order.
@@ -66,7 +73,10 @@ func (e *Engine) Stats() Stats {
 		Workflows: len(e.state.Workflows), Runs: map[string]int{}, Tasks: map[string]int{},
 		AlertsRaised: e.metrics.alertsRaised.Load(), AlertsSent: e.metrics.alertsSent.Load(),
 		AlertsFailed: e.metrics.alertsFailed.Load(), AlertsGivenUp: e.metrics.alertsGivenUp.Load(),
-		AlertsThrottled: e.metrics.alertsThrottled.Load()}
+		AlertsThrottled: e.metrics.alertsThrottled.Load(),
+		PendingRuns:     e.state.OpenRuns(), PendingRunsByWorkflow: e.state.OpenRunsByWorkflow(),
+		MaxPendingRuns: e.cfg.MaxPendingRuns, MaxPendingRunsPerWorkflow: e.cfg.MaxPendingRunsPerWorkflow,
+		RunsRefused: e.refused.Load()}
 	runs, tasks := e.state.RunCounts(), e.state.TaskCounts() // kept by Apply: O(1)
 	for _, s := range runStatuses {
 		st.Runs[string(s)] = runs[s]

@@ -67,6 +67,10 @@ func (s *State) TaskCounts() map[TaskStatus]int { return clone(s.counts.tasks) }
 // OpenRuns is the number of unfinished (pending or running) runs.
 func (s *State) OpenRuns() int { return s.counts.openRuns }
 
+// OpenRunsByWorkflow returns the number of unfinished runs of each
+// workflow that has any.
+func (s *State) OpenRunsByWorkflow() map[string]int { return clone(s.counts.open) }
+
 // OpenRunsOf is the number of unfinished runs of a workflow.
 func (s *State) OpenRunsOf(workflow string) int { return s.counts.open[workflow] }
 

@@ -454,6 +454,25 @@ func TestRunRefusesANonPositiveKillGrace(t *testing.T) {
 	}
 }
 
+// TestRunRefusesABoundBelowOne: the bounds on pending runs are at least
+// 1, and the environment sets them as the flags do.
+func TestRunRefusesABoundBelowOne(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file") // as above: a daemon past the check fails
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--max-pending-runs", "--max-pending-runs-per-workflow"} {
+		_, errOut := mustCLI(t, exitUsage, "run", "--data", filepath.Join(file, "data"), flag, "0")
+		if !strings.Contains(errOut, flag+" must be at least 1") {
+			t.Errorf("%s 0: stderr %q", flag, errOut)
+		}
+	}
+	t.Setenv("ORKWAL_MAX_PENDING_RUNS", "0")
+	if _, errOut := mustCLI(t, exitUsage, "run", "--data", filepath.Join(file, "data")); !strings.Contains(errOut, "--max-pending-runs must be at least 1") {
+		t.Errorf("ORKWAL_MAX_PENDING_RUNS=0: stderr %q", errOut)
+	}
+}
+
 // TestUsageNamesTheWholeCommand: a subcommand's usage error showed
 // "usage: orkwal pause [options] NAME (see orkwal pause --help)", a
 // command that does not exist.

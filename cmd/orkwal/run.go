@@ -36,6 +36,10 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
+			&cli.IntFlag{Name: "max-pending-runs", Value: engine.DefaultMaxPendingRuns, EnvVars: []string{"ORKWAL_MAX_PENDING_RUNS"},
+				Usage: "runs accepted and not finished, in all: a trigger beyond answers 429 with Retry-After, a cron fire is skipped"},
+			&cli.IntFlag{Name: "max-pending-runs-per-workflow", Value: engine.DefaultMaxPendingRunsPerWorkflow, EnvVars: []string{"ORKWAL_MAX_PENDING_RUNS_PER_WORKFLOW"},
+				Usage: "runs accepted and not finished, per workflow (as --max-pending-runs)"},
 		}, append(append(retentionFlags(), alertFlags()...), daemonFlags()...)...),
 		Action: withoutArguments(runDaemon),
 	}
@@ -101,7 +105,8 @@ func runDaemon(c *cli.Context) error {
 		Logger: logger, KillGrace: c.Duration("kill-grace"), CompactBytes: c.Int64("compact-bytes"),
 		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes"),
 		Alerts: alerts, AlertBaseURL: publicURL(c, ln), AlertGiveUp: c.Duration("alert-give-up"),
-		AlertMaxBackoff: c.Duration("alert-max-backoff")})
+		AlertMaxBackoff: c.Duration("alert-max-backoff"),
+		MaxPendingRuns:  c.Int("max-pending-runs"), MaxPendingRunsPerWorkflow: c.Int("max-pending-runs-per-workflow")})
 	if err != nil {
 		ln.Close()
 		return exitf(exitFailure, "%v", err)
@@ -213,6 +218,10 @@ func checkLimits(c *cli.Context) error {
 		return exitf(exitUsage, "--compact-bytes must be at least 1 MiB (1048576)")
 	case c.Int64("max-log-bytes") < 1024:
 		return exitf(exitUsage, "--max-log-bytes must be at least 1024")
+	case c.Int("max-pending-runs") < 1:
+		return exitf(exitUsage, "--max-pending-runs must be at least 1")
+	case c.Int("max-pending-runs-per-workflow") < 1:
+		return exitf(exitUsage, "--max-pending-runs-per-workflow must be at least 1")
 	case c.Duration("kill-grace") <= 0: // the engine would read it as its default, 10s
 		return exitf(exitUsage, "--kill-grace must be above 0 (the wait from SIGTERM to SIGKILL), got %s", c.Duration("kill-grace"))
 	}
