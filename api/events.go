@@ -23,7 +23,10 @@ const (
 	DefaultMaxSubscribers = 64
 	// eventBuffer is how many log entries' events may wait unsent for one
 	// stream before it is dropped (the engine never waits for a stream).
-	eventBuffer = 1024
+	eventBuffer = 4096
+	// eventFlushEvery is the shortest time between two writes of a
+	// stream (see followEvents).
+	eventFlushEvery = 100 * time.Millisecond
 	// defaultHeartbeat is how often an idle stream gets a comment line, so
 	// that proxies do not close it.
 	defaultHeartbeat = 15 * time.Second
@@ -103,10 +106,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	if st.comment("connected") != nil {
+	// A browser reconnects after retry ms (its default is a few seconds).
+	if st.send([]byte("retry: 1000\n: connected\n\n")) != nil {
 		return
 	}
-	if last != nil && !s.replayEvents(st, *last, sub.From) {
+	if last == nil {
+		// An id without data: the client's position from the start, so a
+		// reconnect before any event misses none.
+		if st.send([]byte("id: "+engine.EventPos{Index: sub.From, Pos: engine.EntryEnd}.String()+"\n\n")) != nil {
+			return
+		}
+	} else if !s.replayEvents(st, *last, sub.From) {
 		return
 	}
 	s.followEvents(st, sub, r)
@@ -131,22 +141,43 @@ func (s *Server) replayEvents(st *sseWriter, last engine.EventPos, upto uint64) 
 
 // followEvents sends live events until the client leaves, the daemon
 // stops, or the stream falls behind (it is dropped: the client reconnects
-// with its last id).
+// with its last id). A burst is sent at most once per eventFlushEvery: the
+// first event after a quiet spell goes at once, the rest of a busy spell
+// is gathered and written in one go, so that a stream costs a busy engine
+// a few writes a second, not one per commit.
 func (s *Server) followEvents(st *sseWriter, sub *engine.Subscription, r *http.Request) {
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
+	gather := time.NewTimer(0)
+	defer gather.Stop()
+	<-gather.C
+	var last time.Time
 	for {
 		select {
 		case b, ok := <-sub.C:
 			if !ok {
-				if sub.Dropped() {
-					st.comment("dropped: this stream fell behind; reconnect with Last-Event-ID")
+				st.ended(sub)
+				return
+			}
+			st.add(b)
+			if wait := eventFlushEvery - time.Since(last); wait > 0 {
+				gather.Reset(wait)
+				select {
+				case <-gather.C:
+				case <-r.Context().Done():
+					return
+				case <-s.quit:
+					return
 				}
+			}
+			if !st.drain(sub) {
+				st.ended(sub)
 				return
 			}
-			if st.batch(b) != nil {
+			if st.flush() != nil {
 				return
 			}
+			last = time.Now()
 		case <-beat.C:
 			if st.comment("heartbeat") != nil {
 				return
@@ -169,7 +200,12 @@ type sseWriter struct {
 
 // batch sends the events of b that the filter selects, then flushes.
 func (st *sseWriter) batch(b *engine.EventBatch) error {
-	st.buf = st.buf[:0]
+	st.add(b)
+	return st.flush()
+}
+
+// add frames the events of b that the filter selects, to be sent by flush.
+func (st *sseWriter) add(b *engine.EventBatch) {
 	var data [][]byte
 	for i := range b.Events {
 		ev := &b.Events[i]
@@ -181,10 +217,41 @@ func (st *sseWriter) batch(b *engine.EventBatch) error {
 		}
 		st.buf = appendEvent(st.buf, ev.ID, "", data[i])
 	}
+}
+
+// drain adds every batch already waiting; false when the subscription
+// ended (what was added is still sent).
+func (st *sseWriter) drain(sub *engine.Subscription) bool {
+	for {
+		select {
+		case b, ok := <-sub.C:
+			if !ok {
+				st.flush()
+				return false
+			}
+			st.add(b)
+		default:
+			return true
+		}
+	}
+}
+
+// flush sends what add framed.
+func (st *sseWriter) flush() error {
 	if len(st.buf) == 0 {
 		return nil
 	}
-	return st.send(st.buf)
+	err := st.send(st.buf)
+	st.buf = st.buf[:0]
+	return err
+}
+
+// ended says why a subscription ended, if the stream fell behind.
+func (st *sseWriter) ended(sub *engine.Subscription) {
+	st.flush()
+	if sub.Dropped() {
+		st.comment("dropped: this stream fell behind; reconnect with Last-Event-ID")
+	}
 }
 
 func (st *sseWriter) event(id, name string, data []byte) error {

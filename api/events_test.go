@@ -56,6 +56,7 @@ func (s *sse) read() {
 			ev = sseEvent{}
 		case strings.HasPrefix(line, ": "):
 			ev.Comment = line[2:]
+		case strings.HasPrefix(line, "retry: "):
 		case strings.HasPrefix(line, "id: "):
 			ev.ID = line[4:]
 		case strings.HasPrefix(line, "event: "):
@@ -77,7 +78,7 @@ func (s *sse) next(comments bool) sseEvent {
 			if !ok {
 				s.t.Fatal("event stream ended")
 			}
-			if ev.Comment != "" && !comments {
+			if (ev.Comment != "" || ev.Raw == "") && !comments {
 				continue
 			}
 			return ev
@@ -239,6 +240,11 @@ func TestEventsHeartbeatAndBounds(t *testing.T) {
 	}
 	s := f.events("/events", "")
 	s.next(true) // connected
+	if ev := s.next(true); ev.Raw != "" || ev.ID == "" {
+		t.Fatalf("after connected: %+v, want the position (an id without data)", ev)
+	} else if pos, err := engine.ParseEventPos(ev.ID); err != nil || pos.Pos != engine.EntryEnd {
+		t.Fatalf("position %q: %v", ev.ID, err)
+	}
 	if ev := s.next(true); ev.Comment != "heartbeat" {
 		t.Fatalf("idle stream: %+v, want a heartbeat", ev)
 	}

@@ -314,6 +314,14 @@ func (e *Engine) closeEvents() {
 	}
 }
 
+// EventsEnd is the last log entry whose events were published.
+func (e *Engine) EventsEnd() uint64 {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
+}
+
 // EventSubscribers is how many subscriptions are open, and how many were
 // dropped for being slow since boot.
 func (e *Engine) EventSubscribers() (open int, dropped int64) {

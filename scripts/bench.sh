@@ -86,6 +86,8 @@ if [ "$ONLY" != wal ]; then
 	pkgbench "api runs" ./api/ -bench '^BenchmarkRunsToCompletion$' -benchtime="$ENGINE_TIME"
 	# Issue 21: the cost of a trigger and of a scrape must not grow with the backlog.
 	pkgbench backlog ./api/ -bench '^(BenchmarkBacklogBursts|BenchmarkMetricsBacklog)$' -benchtime="$ENGINE_TIME"
+	# Issue 23: 20 pages following /events against none, in the same run.
+	pkgbench "event followers" ./api/ -bench '^BenchmarkEventFollowers$' -benchtime=3x -count="$ENGINE_COUNT"
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
 	pkgbench dagu ./cmd/orkwal/ -bench '^BenchmarkDagu$' -benchtime="$ENGINE_TIME" -count="$DAGU_COUNT"

@@ -13,6 +13,7 @@ import (
 const (
 	fanOutName     = "BenchmarkFanOut20k"
 	runsName       = "BenchmarkRunsToCompletion"
+	followersName  = "BenchmarkEventFollowers"
 	procName       = "BenchmarkProcessVsBare"
 	latencyName    = "BenchmarkLatency50"
 	recLogName     = "BenchmarkRecovery/log-1M"
@@ -68,6 +69,9 @@ func writeEngine(w io.Writer, rs results) {
 		num(rs.med(fanOutName, "tasks/s")), verdict(rs.med(fanOutName, "tasks/s"), 30_000, true))
 	p("| 1 | 10,000 one-task noop runs from 64 concurrent API clients, to completion (`BenchmarkRunsToCompletion`) | %s runs/s | (the triggers alone: %s/s) | ≥ 5,000 runs/s | %s |",
 		num(rs.med(runsName, "runs/s")), num(rs.med(runsName, "triggers/s")), verdict(rs.med(runsName, "runs/s"), 5000, true))
+	p("| issue 23 | 5,000-instance noop fan-out with 20 `/events` streams open, each reading every event, ratio to none in the same run (`BenchmarkEventFollowers`) | %s (%s tasks/s; %s streams dropped) | no stream: %s tasks/s | ratio ≥ 0.9 | %s |",
+		strconv.FormatFloat(rs.med(followersName, "ratio"), 'f', 3, 64), num(rs.med(followersName, "tasks/s-20-pages")), num(rs.med(followersName, "dropped")),
+		num(rs.med(followersName, "tasks/s-none")), verdict(rs.med(followersName, "ratio"), 0.9, true))
 	p("| 2 | 2,000 `true` tasks through the engine at concurrency 16, ratio to a bare Go loop (`BenchmarkProcessVsBare`) | %s (%s tasks/s) | bare `exec.Command(\"true\").Run()` × 16 goroutines: %s tasks/s | ratio ≥ 0.8 | %s |",
 		strconv.FormatFloat(rs.med(procName, "ratio"), 'f', 3, 64), num(rs.med(procName, "engine-tasks/s")), num(rs.med(procName, "bare-tasks/s")),
 		verdict(rs.med(procName, "ratio"), 0.8, true))
