@@ -140,6 +140,8 @@ func (s *Server) register() {
 	s.handle("GET /events", s.streamEvents, "run", "workflow")
 	s.handle("POST /workflows/{name}/alerts/test", s.testAlerts)
 	s.handle("GET /alerts", s.listAlerts, "limit")
+	s.handle("GET /summary", s.summary)
+	s.registerUI()
 }
 
 // Routes lists the registered method and path patterns ("GET /runs/{id}").
@@ -181,6 +183,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 type healthView struct {
 	Status    string               `json:"status"`
 	Workflows *engine.FolderStatus `json:"workflows_folder"`
+}
+
+func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"workflows": s.eng.RunSummary()})
 }
 
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) {

@@ -50,7 +50,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	route = s.route(r)
-	if route != "GET /healthz" && !s.authorized(r) {
+	if route != "GET /healthz" && !uiRoutes[route] && !s.authorized(r) {
 		s.unauthorized(rec, r)
 		return
 	}
@@ -153,7 +153,7 @@ func (s *Server) authorized(r *http.Request) bool {
 	}
 	tok, ok := bearer(r)
 	if !ok {
-		return false
+		return s.sessionOK(r) // the web page's session
 	}
 	got := hashToken(tok)
 	return subtle.ConstantTimeCompare(got[:], s.token[:]) == 1

@@ -40,6 +40,7 @@ func TestOpenAPIAndDocsDescribeEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range routes {
+		r = strings.Replace(r, "{$}", "", 1) // an exact path: "GET /ui/{$}" is GET /ui/
 		if !documented[r] {
 			t.Errorf("openapi.json does not describe %s", r)
 		}

@@ -1,0 +1,657 @@
+// orkwal's web page: plain JavaScript, no build step, nothing fetched from
+// another host. Every page is drawn from the JSON API and kept live by
+// GET /events (docs/api.md). Status is always written as text with an icon,
+// never shown by colour alone.
+'use strict';
+
+const ICON = { success: '✓', failed: '✗', running: '▶', dispatched: '↗', pending: '○', skipped: '↷',
+  cancelled: '⊘', cancelling: '⊘', interrupted: '⚠', paused: '⏸' };
+const RUN_STATUSES = ['pending', 'running', 'success', 'failed', 'cancelled'];
+// The SVG namespace, read from the parser rather than written here: the
+// page's files name no host at all.
+const SVGNS = (() => { const d = document.createElement('div'); d.innerHTML = '<svg></svg>'; return d.firstChild.namespaceURI; })();
+
+// ---- DOM helpers
+
+function build(el, attrs, kids) {
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'style') Object.assign(el.style, v); // CSSOM: the CSP forbids style attributes
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid == null || kid === false) continue;
+    el.append(kid instanceof Node ? kid : String(kid));
+  }
+  return el;
+}
+const h = (tag, attrs, ...kids) => build(document.createElement(tag), attrs, kids);
+const svg = (tag, attrs, ...kids) => build(document.createElementNS(SVGNS, tag), attrs, kids);
+const $ = (sel, el = document) => el.querySelector(sel);
+
+function badge(status) {
+  return h('span', { class: 'badge s-' + status, 'data-status': status }, (ICON[status] || '•') + ' ' + status);
+}
+
+// ---- time
+
+function fmtTime(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+function fmtDur(ms) {
+  if (ms == null || isNaN(ms)) return '';
+  if (ms < 1000) return Math.max(0, Math.round(ms)) + ' ms';
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+function span(a, b) { return a ? ((b ? new Date(b) : new Date()) - new Date(a)) : null; }
+function ago(iso) {
+  if (!iso) return '';
+  const ms = Date.now() - new Date(iso);
+  return ms < 0 ? 'in ' + fmtDur(-ms) : fmtDur(ms) + ' ago';
+}
+function when(iso) { return iso ? h('time', { datetime: iso, title: fmtTime(iso) }, ago(iso)) : ''; }
+
+// ---- the API
+
+class AuthError extends Error {}
+
+async function api(path, opts = {}) {
+  const headers = { Accept: 'application/json' };
+  if (opts.body) headers['Content-Type'] = 'application/json';
+  const r = await fetch(path, { credentials: 'same-origin', headers, ...opts });
+  if (r.status === 401) { showLogin(); throw new AuthError('unauthorized'); }
+  const text = await r.text();
+  let body = text;
+  try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
+  if (!r.ok) {
+    const err = new Error((body && body.error) || `${r.status} ${r.statusText}`);
+    err.status = r.status;
+    throw err;
+  }
+  return { body, headers: r.headers };
+}
+
+function showLogin(message) {
+  if ($('#login')) return;
+  const input = h('input', { type: 'password', id: 'token', autocomplete: 'current-password', required: true });
+  const msg = h('p', { class: 'err', id: 'login-msg', role: 'alert' }, message || '');
+  const form = h('form', { class: 'login', id: 'login' },
+    h('h1', {}, 'Sign in'),
+    h('p', {}, 'This daemon needs its token (the one given with --token or ORKWAL_TOKEN). It is sent once; the page then keeps a session cookie.'),
+    h('label', { for: 'token' }, 'Token'), input, msg,
+    h('button', { type: 'submit', class: 'primary' }, 'Sign in'));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    msg.textContent = '';
+    const r = await fetch('/ui/login', { method: 'POST', credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: input.value }) });
+    if (r.ok) { location.reload(); return; }
+    let text = r.statusText;
+    try { text = (await r.json()).error; } catch (err) { /* keep the status */ }
+    msg.textContent = text;
+  });
+  $('#main').replaceChildren(form);
+  input.focus();
+}
+
+// ---- live updates
+
+// live follows /events with query, calling onEvent for each event and
+// onReset when the page must reload everything (a reset event, or a
+// stream the browser gave up on and that is opened anew).
+function live(query, onEvent, onReset) {
+  const el = $('#live');
+  const seen = window.orkwalEvents = []; // the ids received, latest 10,000 at most (tests, debugging)
+  let es = null;
+  const set = (on, text) => { el.textContent = text; el.className = 'live ' + (on ? 'on' : 'off'); };
+  const open = (again) => {
+    es = new EventSource('/events' + query);
+    es.onopen = () => { set(true, 'live'); if (again) { again = false; onReset(); } };
+    es.onmessage = (m) => {
+      let ev;
+      try { ev = JSON.parse(m.data); } catch (e) { return; }
+      seen.push(ev.id);
+      if (seen.length > 10000) seen.splice(0, 5000);
+      onEvent(ev);
+    };
+    es.addEventListener('reset', () => onReset());
+    es.onerror = () => {
+      set(false, 'reconnecting…');
+      if (es.readyState === EventSource.CLOSED) setTimeout(() => open(true), 2000);
+    };
+  };
+  // Opened after the page's load event: a page read once (a crawler, a
+  // headless --dump-dom) is complete without waiting for the stream.
+  if (document.readyState === 'complete') open(false);
+  else window.addEventListener('load', () => open(false), { once: true });
+}
+
+// debounce calls fn at most once per ms (trailing); delay may be a function.
+function debounce(fn, delay) {
+  let timer = null;
+  return (...args) => {
+    if (timer) return;
+    timer = setTimeout(() => { timer = null; fn(...args); }, typeof delay === 'function' ? delay() : delay);
+  };
+}
+
+function setQuery(params, push) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
+  const url = location.pathname + (q.toString() ? '?' + q : '');
+  if (push) history.pushState(null, '', url); else history.replaceState(null, '', url);
+}
+
+function flash(el, text, ok) {
+  el.replaceChildren(h('span', { class: ok ? 'ok' : 'err', role: 'alert' }, text));
+}
+
+// ---- graphs
+
+// layout places a DAG's nodes in columns by depth (longest path from a
+// root), ordering each column by the mean row of its parents.
+function layout(nodes) {
+  const byKey = new Map(nodes.map((n) => [n.key, n]));
+  const depth = new Map();
+  const depthOf = (n, seen) => {
+    if (depth.has(n.key)) return depth.get(n.key);
+    if (seen.has(n.key)) return 0; // a cycle: the parser refuses them anyway
+    seen.add(n.key);
+    let d = 0;
+    for (const dep of n.deps) if (byKey.has(dep)) d = Math.max(d, depthOf(byKey.get(dep), seen) + 1);
+    depth.set(n.key, d);
+    return d;
+  };
+  nodes.forEach((n) => depthOf(n, new Set()));
+  const cols = [];
+  nodes.forEach((n) => (cols[depth.get(n.key)] ||= []).push(n));
+  const row = new Map();
+  cols.forEach((col, c) => {
+    if (c > 0) {
+      const mean = (n) => { const rs = n.deps.filter((d) => row.has(d)).map((d) => row.get(d)); return rs.length ? rs.reduce((a, b) => a + b, 0) / rs.length : 0; };
+      col.sort((a, b) => mean(a) - mean(b));
+    }
+    col.forEach((n, i) => row.set(n.key, i));
+  });
+  return { depth, row, cols: cols.length, rows: Math.max(1, ...cols.map((c) => c.length)) };
+}
+
+const NW = 172, NH = 62, GX = 40, GY = 16, PAD = 10;
+
+// drawDAG draws nodes ({key, deps, status, lines, cls}) as an SVG; onPick
+// is called with a node's key when it is clicked or chosen by keyboard.
+function drawDAG(nodes, selected, onPick) {
+  const L = layout(nodes);
+  const at = (k) => ({ x: PAD + L.depth.get(k) * (NW + GX), y: PAD + L.row.get(k) * (NH + GY) });
+  const width = PAD * 2 + L.cols * NW + (L.cols - 1) * GX, height = PAD * 2 + L.rows * NH + (L.rows - 1) * GY;
+  const edges = [], boxes = [];
+  for (const n of nodes) {
+    const b = at(n.key);
+    for (const d of n.deps) {
+      if (!L.depth.has(d)) continue;
+      const a = at(d);
+      const x1 = a.x + NW, y1 = a.y + NH / 2, x2 = b.x, y2 = b.y + NH / 2, mx = (x1 + x2) / 2;
+      edges.push(svg('path', { class: 'edge', d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, 'marker-end': 'url(#arrow)' }));
+    }
+    const g = svg('g', { class: `node s-${n.status}${n.key === selected ? ' sel' : ''}`, transform: `translate(${b.x},${b.y})`,
+      tabindex: 0, role: 'button', 'data-task': n.key, 'data-status': n.status,
+      'aria-label': `${n.key}: ${n.status}`, onclick: () => onPick(n.key),
+      onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); onPick(n.key); } } },
+    svg('title', {}, `${n.key}: ${n.status}`),
+    svg('rect', { width: NW, height: NH, rx: 6 }),
+    svg('text', { x: 10, y: 18, class: 'name' }, clip(n.key, 22)),
+    n.lines.map((t, i) => svg('text', { x: 10, y: 36 + i * 16, class: i === 0 ? 'status' : 'meta' }, clip(t, 26))));
+    boxes.push(g);
+  }
+  return svg('svg', { width, height, viewBox: `0 0 ${width} ${height}`, role: 'group', 'aria-label': 'task graph' },
+    svg('defs', {}, svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto' },
+      svg('path', { d: 'M0,0 L10,5 L0,10 z', fill: 'currentColor' }))),
+    edges, boxes);
+}
+
+function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
+
+// ---- pages
+
+function route() {
+  const p = location.pathname;
+  let m;
+  if (p === '/ui/' || p === '/ui') return pageWorkflows();
+  if (p === '/ui/runs') return pageRuns();
+  if ((m = p.match(/^\/ui\/runs\/([0-9a-f-]{36})$/))) return pageRun(m[1]);
+  if ((m = p.match(/^\/ui\/workflows\/([^/]+)$/))) return pageWorkflow(decodeURIComponent(m[1]));
+  $('#main').replaceChildren(h('p', { class: 'err' }, 'No such page: ' + p));
+}
+
+function catching(fn) {
+  return async (...args) => {
+    try { await fn(...args); } catch (e) {
+      if (e instanceof AuthError) return;
+      const main = $('#main');
+      let box = $('#page-error');
+      if (!box) { box = h('p', { id: 'page-error', class: 'err', role: 'alert' }); main.prepend(box); }
+      box.textContent = e.message;
+    }
+  };
+}
+
+// -- workflows
+
+const pageWorkflows = catching(async () => {
+  const q = new URLSearchParams(location.search);
+  const search = h('input', { type: 'search', id: 'search', placeholder: 'name or description', value: q.get('q') || '', 'aria-label': 'Search workflows' });
+  const tbody = h('tbody');
+  const msg = h('div', { id: 'msg' });
+  $('#main').replaceChildren(h('h1', {}, 'Workflows'), msg,
+    h('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, h('label', {}, 'Search', search)),
+    h('table', { id: 'workflows' }, h('thead', {}, h('tr', {}, ['Workflow', 'Version', 'Schedule', 'Last run', 'Runs by status', ''].map((t) => h('th', {}, t)))), tbody));
+  let wfs = [], sum = {};
+  const draw = () => {
+    const needle = search.value.trim().toLowerCase();
+    const rows = wfs.filter((w) => !needle || w.name.toLowerCase().includes(needle) || (w.description || '').toLowerCase().includes(needle))
+      .map((w) => workflowRow(w, sum[w.name], load, msg));
+    tbody.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, wfs.length ? 'No workflow matches.' : 'No workflows yet: start the daemon with --workflows DIR, or orkwal apply FILE.'))]));
+  };
+  const load = catching(async () => {
+    const [a, b] = await Promise.all([api('/workflows'), api('/summary')]);
+    wfs = a.body; sum = b.body.workflows || {};
+    draw();
+  });
+  search.addEventListener('input', () => { setQuery({ q: search.value }); draw(); });
+  await load();
+  live('', debounce(load, 500), load);
+});
+
+function workflowRow(w, s, reload, msg) {
+  const sched = w.schedule;
+  const counts = s ? RUN_STATUSES.filter((st) => s.counts[st]).map((st) => h('a', { href: `/ui/runs?workflow=${encodeURIComponent(w.name)}&status=${st}` }, badge(st), h('span', { class: 'count' }, s.counts[st], ' '))) : h('span', { class: 'muted' }, 'no runs');
+  return h('tr', { 'data-workflow': w.name },
+    h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(w.name) }, w.name), w.description ? h('div', { class: 'muted' }, w.description) : ''),
+    h('td', {}, 'v' + w.version),
+    h('td', {}, sched ? [h('code', {}, sched.cron), ' ', sched.paused ? badge('paused') : h('div', { class: 'muted' }, 'next ', when(sched.next_fire)),
+      ' ', pauseButton(w, reload, msg)] : h('span', { class: 'muted' }, 'none')),
+    h('td', {}, s && s.last ? [badge(s.last.status), ' ', h('a', { href: '/ui/runs/' + s.last.id }, when(s.last.created_at))] : ''),
+    h('td', { class: 'counts' }, counts),
+    h('td', {}, h('button', { class: 'primary', onclick: () => triggerDialog(w) }, 'Trigger…')));
+}
+
+function pauseButton(w, reload, msg) {
+  const paused = w.schedule.paused;
+  return h('button', { class: 'pause', onclick: async (e) => {
+    e.target.disabled = true;
+    try {
+      await api(`/workflows/${encodeURIComponent(w.name)}/schedule/${paused ? 'resume' : 'pause'}`, { method: 'POST' });
+      flash(msg, `${w.name}: schedule ${paused ? 'resumed' : 'paused'}`, true);
+    } catch (err) { flash(msg, err.message); }
+    reload();
+  } }, paused ? 'Resume' : 'Pause');
+}
+
+// triggerDialog opens a form built from the workflow's params, defaults
+// filled in; the API's errors are shown next to the field they name.
+function triggerDialog(w) {
+  const names = Object.keys(w.params || {}).sort();
+  const fields = new Map(names.map((k) => [k, {
+    input: h('input', { name: k, id: 'param-' + k, value: w.params[k], 'aria-describedby': 'err-' + k }),
+    err: h('div', { class: 'field-err', id: 'err-' + k, role: 'alert' }) }]));
+  const top = h('div', { class: 'field-err', id: 'trigger-error', role: 'alert' });
+  const dlg = h('dialog', { id: 'trigger-dialog' });
+  const form = h('form', {},
+    h('h2', {}, 'Trigger ', w.name),
+    names.length ? names.map((k) => [h('label', { for: 'param-' + k }, k), fields.get(k).input, fields.get(k).err])
+      : h('p', { class: 'muted' }, 'This workflow declares no params.'),
+    top,
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', id: 'trigger-submit' }, 'Trigger run'),
+      h('button', { type: 'button', onclick: () => dlg.close() }, 'Cancel')));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    top.textContent = '';
+    fields.forEach((f) => { f.err.textContent = ''; });
+    const params = {};
+    let bad = false;
+    fields.forEach((f, k) => {
+      const v = f.input.value;
+      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(v)) { f.err.textContent = 'control characters are not allowed'; bad = true; }
+      else if (v.length > 16384) { f.err.textContent = 'too long (at most 16384 characters)'; bad = true; }
+      params[k] = v;
+    });
+    if (bad) return;
+    try {
+      const r = await api(`/workflows/${encodeURIComponent(w.name)}/runs`, { method: 'POST', body: JSON.stringify({ params }) });
+      location.href = '/ui/runs/' + r.body.id;
+    } catch (err) {
+      if (err instanceof AuthError) return;
+      const m = /params\.([A-Za-z0-9_.-]+?)[:\s]/.exec(err.message + ' ');
+      const f = m && fields.get(m[1]);
+      (f ? f.err : top).textContent = err.message;
+    }
+  });
+  dlg.append(form);
+  dlg.addEventListener('close', () => dlg.remove());
+  document.body.append(dlg);
+  dlg.showModal();
+}
+
+// -- runs
+
+const pageRuns = catching(async () => {
+  const q = new URLSearchParams(location.search);
+  const wfSel = h('select', { name: 'workflow', id: 'f-workflow' }, h('option', { value: '' }, 'any'));
+  const stSel = h('select', { name: 'status', id: 'f-status' }, h('option', { value: '' }, 'any'),
+    RUN_STATUSES.map((s) => h('option', { value: s, selected: q.get('status') === s }, (ICON[s] || '') + ' ' + s)));
+  const since = h('input', { type: 'datetime-local', name: 'since', id: 'f-since' });
+  if (q.get('since')) since.value = localInput(q.get('since'));
+  const tbody = h('tbody');
+  const pager = h('div', { class: 'pager' });
+  const form = h('form', { class: 'filters' }, h('label', {}, 'Workflow', wfSel), h('label', {}, 'Status', stSel),
+    h('label', {}, 'Since', since), h('button', { type: 'submit' }, 'Filter'));
+  $('#main').replaceChildren(h('h1', {}, 'Runs'), form,
+    h('table', { id: 'runs' }, h('thead', {}, h('tr', {}, ['Status', 'Run', 'Workflow', 'Trigger', 'Created', 'Duration'].map((t) => h('th', {}, t)))), tbody), pager);
+  api('/workflows').then((r) => {
+    for (const w of r.body) wfSel.append(h('option', { value: w.name, selected: q.get('workflow') === w.name }, w.name));
+    if (q.get('workflow') && !r.body.some((w) => w.name === q.get('workflow'))) wfSel.append(h('option', { value: q.get('workflow'), selected: true }, q.get('workflow')));
+  }).catch(() => {});
+  const current = () => Object.fromEntries(new URLSearchParams(location.search));
+  const load = catching(async () => {
+    const cur = current();
+    const p = new URLSearchParams({ limit: '50' });
+    for (const k of ['workflow', 'status', 'since', 'cursor']) if (cur[k]) p.set(k, cur[k]);
+    const r = await api('/runs?' + p);
+    tbody.replaceChildren(...(r.body.length ? r.body.map(runRow) : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No runs match.'))]));
+    const next = r.headers.get('X-Next-Cursor');
+    pager.replaceChildren(
+      cur.cursor ? h('a', { href: '#', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: '' }, true); load(); } }, '« Newest') : '',
+      next ? h('a', { href: '#', id: 'older', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: next }, true); load(); } }, 'Older »') : '');
+  });
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    setQuery({ workflow: wfSel.value, status: stSel.value, since: since.value ? new Date(since.value).toISOString() : '' }, true);
+    load();
+  });
+  window.addEventListener('popstate', load);
+  await load();
+  const refresh = debounce(load, 500);
+  live(q.get('workflow') ? '?workflow=' + encodeURIComponent(q.get('workflow')) : '', (ev) => { if (ev.run) refresh(); }, load);
+});
+
+function localInput(iso) {
+  const d = new Date(iso);
+  if (isNaN(d)) return '';
+  return new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+}
+
+function runRow(r) {
+  return h('tr', { 'data-run': r.id },
+    h('td', {}, badge(r.cancel_requested && !['success', 'failed', 'cancelled'].includes(r.status) ? 'cancelling' : r.status)),
+    h('td', {}, h('a', { href: '/ui/runs/' + r.id, class: 'mono' }, r.id.slice(0, 8))),
+    h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', h('span', { class: 'muted' }, 'v' + r.version)),
+    h('td', {}, r.trigger || ''),
+    h('td', {}, when(r.created_at)),
+    h('td', {}, fmtDur(span(r.started_at, r.finished_at))));
+}
+
+// -- one run
+
+const pageRun = catching(async (id) => {
+  const q = new URLSearchParams(location.search);
+  const st = { run: null, sel: q.get('task') || '', fanout: '', wf: null, log: null };
+  const head = h('div'), facts = h('div'), dag = h('div', { class: 'dag', id: 'dag' }), gantt = h('div', { class: 'gantt', id: 'gantt' });
+  const inst = h('div', { id: 'instances' }), panel = h('div', { id: 'task-panel' }), msg = h('div', { id: 'msg' });
+  $('#main').replaceChildren(head, msg, h('div', { class: 'grid' },
+    h('div', {}, h('h2', {}, 'Graph'), dag, inst, h('h2', {}, 'Timeline'), gantt),
+    h('div', {}, facts)), panel);
+  const pick = (key) => {
+    const t = st.run.tasks.find((x) => x.name === key);
+    if (t && t.instances !== undefined && t.instance === undefined && isFanout(st.run, t)) { st.fanout = st.fanout === key ? '' : key; }
+    st.sel = key;
+    setQuery({ task: key });
+    draw();
+  };
+  const draw = () => {
+    const r = st.run;
+    head.replaceChildren(h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
+      h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
+    facts.replaceChildren(runFacts(r), runActions(r, msg, load));
+    dag.replaceChildren(drawDAG(runNodes(r), st.sel, pick));
+    inst.replaceChildren(st.fanout ? instanceList(r, st.fanout, st.sel, pick) : '');
+    gantt.replaceChildren(drawGantt(r, pick));
+    drawPanel(st, panel);
+  };
+  const openSelected = () => { // a fan-out selected by the URL opens to its instances
+    const t = st.sel && st.run.tasks.find((x) => x.name === st.sel);
+    if (t && !st.fanout && isFanout(st.run, t)) st.fanout = st.sel;
+  };
+  const load = catching(async () => {
+    st.run = (await api('/runs/' + id)).body;
+    openSelected();
+    if (!st.wf) api('/workflows/' + encodeURIComponent(st.run.workflow)).then((w) => { st.wf = w.body; drawPanel(st, panel); }).catch(() => {});
+    draw();
+  });
+  // The server puts the run in the page: the first draw needs no request.
+  const initial = $('#initial-run');
+  if (initial) {
+    try { st.run = JSON.parse(initial.textContent); openSelected(); draw(); } catch (e) { st.run = null; }
+  }
+  await load();
+  // A big fan-out refreshes at most once a second, a small run at once.
+  live('?run=' + id, debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100)), load);
+});
+
+function isFanout(run, t) { return t.instance == null && (t.instances > 0 || run.tasks.some((x) => x.task === t.name && x.instance != null)); }
+
+function runStatus(r) {
+  return r.cancel_requested && !['success', 'failed', 'cancelled'].includes(r.status) ? 'cancelling' : r.status;
+}
+
+function runFacts(r) {
+  const params = Object.entries(r.params || {});
+  return h('dl', { class: 'facts', id: 'run-facts' },
+    h('dt', {}, 'Status'), h('dd', { id: 'run-status' }, badge(runStatus(r))),
+    h('dt', {}, 'Run'), h('dd', { class: 'mono' }, r.id),
+    h('dt', {}, 'Workflow'), h('dd', {}, r.workflow, ' v' + r.version),
+    h('dt', {}, 'Trigger'), h('dd', {}, r.trigger || '', r.scheduled_at ? ' (fire of ' + fmtTime(r.scheduled_at) + ')' : ''),
+    h('dt', {}, 'Params'), h('dd', {}, params.length ? params.map(([k, v]) => h('div', { class: 'mono' }, k, ' = ', v)) : h('span', { class: 'muted' }, 'none')),
+    h('dt', {}, 'Created'), h('dd', {}, fmtTime(r.created_at)),
+    h('dt', {}, 'Started'), h('dd', {}, fmtTime(r.started_at)),
+    h('dt', {}, 'Ended'), h('dd', {}, fmtTime(r.finished_at)),
+    h('dt', {}, 'Duration'), h('dd', {}, fmtDur(span(r.started_at, r.finished_at))));
+}
+
+function runActions(r, msg, reload) {
+  const act = (verb, label, cls) => h('button', { id: verb + '-run', class: cls, onclick: async (e) => {
+    e.target.disabled = true;
+    try { await api(`/runs/${r.id}/${verb}`, { method: 'POST' }); flash(msg, `${label}: accepted`, true); } catch (err) { flash(msg, err.message); }
+    reload();
+  } }, label);
+  const ended = ['success', 'failed', 'cancelled'].includes(r.status);
+  return h('div', { class: 'actions' },
+    !ended && !r.cancel_requested ? act('cancel', 'Cancel run', 'danger') : '',
+    ended && r.status !== 'success' ? act('retry', 'Retry run', 'primary') : '');
+}
+
+// runNodes makes the DAG's nodes: one per task of the workflow, a fan-out
+// as one node counting its instances by status.
+function runNodes(r) {
+  const byTask = new Map();
+  for (const t of r.tasks) {
+    if (t.instance == null) continue;
+    const c = byTask.get(t.task) || {};
+    c[t.status] = (c[t.status] || 0) + 1;
+    byTask.set(t.task, c);
+  }
+  return r.tasks.filter((t) => t.instance == null).map((t) => {
+    const counts = byTask.get(t.name);
+    const lines = [`${ICON[t.status] || '•'} ${t.status}` + (t.attempt > 1 ? ` · attempt ${t.attempt}` : '')];
+    if (counts) {
+      const n = Object.values(counts).reduce((a, b) => a + b, 0);
+      lines[0] = `${ICON[t.status] || '•'} ${t.status} · ${n} instances`;
+      lines.push(Object.entries(counts).map(([s, c]) => `${ICON[s] || s} ${c}`).join('  '));
+    } else {
+      const d = span(t.started_at || t.dispatched_at, t.finished_at);
+      lines.push(d != null ? fmtDur(d) : (t.waiting_on && t.waiting_on.length ? 'waiting: ' + t.waiting_on.join(', ') : ''));
+    }
+    return { key: t.name, deps: t.depends_on || [], status: t.status, lines };
+  });
+}
+
+function instanceList(r, name, sel, pick) {
+  const all = r.tasks.filter((t) => t.task === name && t.instance != null);
+  const shown = all.slice(0, 500);
+  return h('div', { class: 'panel' }, h('h2', {}, `Instances of ${name}`, ' ', h('span', { class: 'muted' }, `(${all.length}${all.length > shown.length ? ', the first 500 shown' : ''})`)),
+    h('div', { class: 'inst' }, h('table', {}, h('tbody', {}, shown.map((t) => h('tr', { class: t.name === sel ? 'sel' : '', 'data-task': t.name },
+      h('td', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); pick(t.name); } }, t.name)),
+      h('td', {}, badge(t.status)), h('td', {}, t.attempt ? 'attempt ' + t.attempt : ''),
+      h('td', {}, fmtDur(span(t.started_at || t.dispatched_at, t.finished_at)))))))));
+}
+
+function drawGantt(r, pick) {
+  const tasks = r.tasks.filter((t) => t.instance == null);
+  const starts = r.tasks.map((t) => t.dispatched_at || t.started_at).filter(Boolean).map((x) => +new Date(x));
+  if (!starts.length) return h('p', { class: 'muted' }, 'No attempt has started yet.');
+  const t0 = Math.min(...starts);
+  const ends = r.tasks.map((t) => (t.finished_at ? +new Date(t.finished_at) : Date.now()));
+  const t1 = Math.max(t0 + 1, r.finished_at ? +new Date(r.finished_at) : Math.max(...ends));
+  const pct = (x) => (100 * (x - t0)) / (t1 - t0);
+  const rangeOf = (t) => {
+    const group = isFanout(r, t) ? r.tasks.filter((x) => x.task === t.name && x.instance != null) : [t];
+    const ss = group.map((x) => x.dispatched_at || x.started_at).filter(Boolean).map((x) => +new Date(x));
+    if (!ss.length) return null;
+    const es = group.map((x) => (x.finished_at ? +new Date(x.finished_at) : Date.now()));
+    return [Math.min(...ss), Math.max(...es)];
+  };
+  return h('div', {}, tasks.map((t) => {
+    const rg = rangeOf(t);
+    return h('div', { class: 'row', onclick: () => pick(t.name), 'data-task': t.name },
+      h('span', { class: 'lbl', title: t.name }, (ICON[t.status] || '') + ' ' + t.name),
+      h('div', { class: 'track' }, rg ? h('div', { class: 'bar s-' + t.status, style: { left: pct(rg[0]) + '%', width: Math.max(0.3, pct(rg[1]) - pct(rg[0])) + '%' },
+        title: `${t.name}: ${t.status}, ${fmtDur(rg[1] - rg[0])}` }, fmtDur(rg[1] - rg[0])) : ''));
+  }), h('div', { class: 'muted' }, `${fmtTime(new Date(t0).toISOString())} → ${fmtDur(t1 - t0)}`));
+}
+
+// drawPanel shows the selected task: its attempts, inputs and output, and
+// the log of the chosen attempt, followed live while it runs.
+function drawPanel(st, panel) {
+  const t = st.run && st.run.tasks.find((x) => x.name === st.sel);
+  if (!t) { stopLog(st); panel.replaceChildren(st.sel ? '' : h('p', { class: 'muted' }, 'Select a task in the graph to see its attempts and logs.')); return; }
+  const spec = st.wf && st.wf.version === st.run.version ? (st.wf.tasks || []).find((x) => x.name === t.task) : null;
+  const attempt = st.log && st.log.task === t.name ? st.log.attempt : t.attempt;
+  const inFlight = ['dispatched', 'running'].includes(t.status);
+  const attempts = [];
+  for (let i = 1; i <= t.attempt; i++) {
+    attempts.push(h('button', { class: i === attempt ? 'primary' : '', 'data-attempt': i, onclick: () => { stopLog(st); openLog(st, t, i, panel); } }, `attempt ${i}`));
+  }
+  const latest = [
+    h('dt', {}, 'Status'), h('dd', {}, badge(t.status)),
+    h('dt', {}, 'Attempt'), h('dd', {}, `${t.attempt}` + (t.retries ? ` of ${t.retries + 1}` : '')),
+    t.failures ? [h('dt', {}, 'Failures'), h('dd', {}, t.failures)] : '',
+    t.interruptions ? [h('dt', {}, 'Interruptions'), h('dd', {}, t.interruptions)] : '',
+    h('dt', {}, 'Dispatched'), h('dd', {}, fmtTime(t.dispatched_at)),
+    h('dt', {}, 'Started'), h('dd', {}, fmtTime(t.started_at)),
+    h('dt', {}, 'Ended'), h('dd', {}, fmtTime(t.finished_at)),
+    h('dt', {}, 'Duration'), h('dd', {}, fmtDur(span(t.started_at || t.dispatched_at, t.finished_at))),
+    t.exit_code != null ? [h('dt', {}, 'Exit code'), h('dd', {}, t.exit_code)] : '',
+    t.error ? [h('dt', {}, 'Error'), h('dd', { class: 'err' }, t.error)] : '',
+    t.not_before ? [h('dt', {}, 'Not before'), h('dd', {}, fmtTime(t.not_before))] : '',
+    t.waiting_on && t.waiting_on.length ? [h('dt', {}, 'Waiting on'), h('dd', {}, t.waiting_on.join(', '))] : '',
+    t.item != null ? [h('dt', {}, 'Item'), h('dd', { class: 'mono' }, JSON.stringify(t.item))] : '',
+  ];
+  const logBox = st.log && st.log.task === t.name && st.log.el ? st.log.el : h('pre', { class: 'log', id: 'log' });
+  panel.replaceChildren(h('div', { class: 'panel', id: 'task' },
+    h('h2', {}, 'Task ', h('span', { class: 'mono', id: 'task-name' }, t.name), ' ', badge(t.status)),
+    h('div', { class: 'grid' },
+      h('div', {},
+        h('h3', {}, 'Log'), h('div', { class: 'chips', id: 'attempts' }, attempts.length ? attempts : h('span', { class: 'muted' }, 'no attempt yet')),
+        h('div', { class: 'muted', id: 'log-state' }, st.log && st.log.task === t.name ? st.log.state : ''), logBox),
+      h('div', {},
+        h('h3', {}, 'Latest attempt'), h('dl', { class: 'facts' }, latest),
+        h('h3', {}, 'Inputs'), spec && spec.inputs ? h('pre', {}, JSON.stringify(spec.inputs, null, 2)) : h('p', { class: 'muted' }, 'none declared'),
+        h('h3', {}, 'Output'), t.output !== undefined ? h('pre', { id: 'output' }, JSON.stringify(t.output, null, 2)) : h('p', { class: 'muted' }, 'none')))));
+  if (t.attempt > 0 && !(st.log && st.log.task === t.name && st.log.attempt === attempt && (st.log.open || !inFlight))) {
+    stopLog(st);
+    openLog(st, t, attempt, panel, logBox);
+  }
+}
+
+function stopLog(st) {
+  if (st.log && st.log.abort) st.log.abort.abort();
+  st.log = null;
+}
+
+const LOG_MAX = 1 << 20; // characters of a log kept on the page
+
+// openLog shows an attempt's log: read whole when it has ended, followed
+// (a stream the server ends with the attempt) while it runs.
+async function openLog(st, t, attempt, panel, el) {
+  el = el || $('#log') || h('pre', { class: 'log', id: 'log' });
+  el.textContent = '';
+  const follow = attempt === t.attempt && ['dispatched', 'running'].includes(t.status);
+  const abort = new AbortController();
+  const log = { task: t.name, attempt, el, abort, open: follow, state: follow ? 'following live…' : '' };
+  st.log = log;
+  $('#attempts') && $('#attempts').querySelectorAll('button').forEach((b) => b.classList.toggle('primary', +b.dataset.attempt === attempt));
+  const setState = (s) => { log.state = s; const e = $('#log-state'); if (e && st.log === log) e.textContent = s; };
+  setState(log.state);
+  try {
+    const r = await fetch(`/runs/${st.run.id}/tasks/${encodeURIComponent(t.name)}/logs?attempt=${attempt}${follow ? '&follow=1' : ''}`,
+      { credentials: 'same-origin', signal: abort.signal });
+    if (!r.ok) { setState(((await r.json().catch(() => ({}))).error) || r.statusText); log.open = false; return; }
+    const reader = r.body.getReader();
+    const dec = new TextDecoder();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const atEnd = el.scrollTop + el.clientHeight >= el.scrollHeight - 4;
+      let text = el.textContent + dec.decode(value, { stream: true });
+      if (text.length > LOG_MAX) text = '…\n' + text.slice(text.length - LOG_MAX);
+      el.textContent = text;
+      if (atEnd) el.scrollTop = el.scrollHeight;
+    }
+    setState(el.textContent ? (follow ? 'the attempt ended' : '') : 'the log is empty');
+  } catch (e) {
+    if (e.name !== 'AbortError') setState('log: ' + e.message);
+  }
+  log.open = false;
+}
+
+// -- one workflow
+
+const pageWorkflow = catching(async (name) => {
+  const msg = h('div', { id: 'msg' });
+  const body = h('div');
+  $('#main').replaceChildren(msg, body);
+  const load = catching(async () => {
+    const [w, runs] = await Promise.all([api('/workflows/' + encodeURIComponent(name)), api('/runs?limit=20&workflow=' + encodeURIComponent(name))]);
+    const wf = w.body;
+    const nodes = (wf.tasks || []).map((t) => ({ key: t.name, deps: t.depends_on || [], status: 'pending',
+      lines: [t.executor || 'process', t.foreach ? 'foreach ' + t.foreach : t.parallel ? `parallel ${t.parallel}` : t.parallel_from ? 'parallel ' + t.parallel_from : ''] }));
+    const sched = wf.schedule;
+    body.replaceChildren(
+      h('h1', {}, 'Workflow ', wf.name, ' ', h('span', { class: 'muted' }, 'v' + wf.version)),
+      wf.description ? h('p', {}, wf.description) : '',
+      h('div', { class: 'actions' }, h('button', { class: 'primary', onclick: () => triggerDialog(wf) }, 'Trigger…'), sched ? pauseButton(wf, load, msg) : '',
+        h('a', { class: 'btn', href: '/ui/runs?workflow=' + encodeURIComponent(wf.name) }, 'All runs')),
+      h('div', { class: 'grid' },
+        h('div', {}, h('h2', {}, 'Graph'), h('div', { class: 'dag static' }, nodes.length ? drawDAG(nodes, '', () => {}) : h('p', { class: 'muted' }, 'no tasks'))),
+        h('dl', { class: 'facts' },
+          h('dt', {}, 'Version'), h('dd', {}, `${wf.version} (updated ${fmtTime(wf.updated_at)}; first ${fmtTime(wf.created_at)})`),
+          h('dt', {}, 'Schedule'), h('dd', {}, sched ? [h('code', {}, sched.cron), sched.paused ? [' ', badge('paused')] : [' next ', when(sched.next_fire)]] : 'none'),
+          h('dt', {}, 'Params'), h('dd', {}, Object.keys(wf.params || {}).length ? Object.entries(wf.params).map(([k, v]) => h('div', { class: 'mono' }, k, ' = ', v)) : 'none'))),
+      h('h2', {}, 'Recent runs'),
+      h('table', {}, h('tbody', {}, runs.body.length ? runs.body.map(runRow) : h('tr', {}, h('td', { class: 'muted' }, 'no runs yet')))),
+      h('h2', {}, 'Source of version ', wf.version),
+      h('pre', { id: 'source' }, wf.source || '(applied without its YAML source)'));
+  });
+  await load();
+  live('?workflow=' + encodeURIComponent(name), debounce(load, 500), load);
+});
+
+document.addEventListener('DOMContentLoaded', route);

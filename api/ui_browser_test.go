@@ -1,0 +1,381 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/executors"
+)
+
+// The page driven by headless Chromium (Debian's chromium package; .ci/run
+// installs it). A missing browser fails these tests: in CI (CI=true)
+// always, elsewhere unless ORKWAL_BROWSER_TESTS=skip says to skip them.
+
+// chromium finds the browser.
+func chromium(t testing.TB) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "" && os.Getenv("ORKWAL_BROWSER_TESTS") == "skip" {
+		t.Skip("no Chromium, and ORKWAL_BROWSER_TESTS=skip")
+	}
+	t.Fatal("the page's tests need Chromium: apt-get install chromium (or set ORKWAL_BROWSER_TESTS=skip outside CI)")
+	return ""
+}
+
+// browse starts a headless browser; every action of the test must be done
+// within the returned context's minute.
+func browse(t testing.TB) context.Context {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, chromedp.WindowSize(1400, 1000), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// daemon is an engine and its API on a real listener, which can be stopped
+// and started again on the same address and data folder.
+type daemon struct {
+	t    testing.TB
+	dir  string
+	addr string
+	opts []Option
+	eng  *engine.Engine
+	api  *Server
+	srv  *http.Server
+}
+
+func startDaemon(t testing.TB, opts ...Option) *daemon {
+	d := &daemon{t: t, dir: t.TempDir(), addr: "127.0.0.1:0", opts: opts}
+	d.start()
+	t.Cleanup(d.stop)
+	return d
+}
+
+func (d *daemon) start() {
+	eng, err := engine.Open(engine.Config{DataDir: d.dir, Logger: quiet, KillGrace: time.Second,
+		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{}}})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	eng.Start()
+	ln, err := net.Listen("tcp", d.addr)
+	if err != nil {
+		eng.Close()
+		d.t.Fatal(err)
+	}
+	d.addr, d.eng, d.api = ln.Addr().String(), eng, New(eng, quiet, d.opts...)
+	d.srv = &http.Server{Handler: d.api}
+	go d.srv.Serve(ln)
+}
+
+func (d *daemon) stop() {
+	if d.srv == nil {
+		return
+	}
+	d.api.StopStreams()
+	d.srv.Close()
+	d.eng.Close()
+	d.srv = nil
+}
+
+func (d *daemon) url(path string) string { return "http://" + d.addr + path }
+
+// put stores a workflow (its text may name the data folder as DIR).
+func (d *daemon) put(yaml string) {
+	d.t.Helper()
+	req, _ := http.NewRequest("POST", d.url("/workflows"), strings.NewReader(strings.ReplaceAll(yaml, "DIR", d.dir)))
+	if d.api.hasToken {
+		req.Header.Set("Authorization", "Bearer "+testToken)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode >= 300 {
+		d.t.Fatalf("put workflow: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+func (d *daemon) trigger(name string) string {
+	d.t.Helper()
+	id, err := d.eng.Trigger(name, nil, "api")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return id
+}
+
+const testToken = "s3cret-token"
+
+const (
+	wfGreet = `name: greet
+description: Greets whoever it is told to.
+params: {who: world}
+tasks:
+  hello:
+    command: echo "hello $WHO"
+    env: {WHO: "{{params.who}}"}
+  shout: {command: "echo DONE", depends_on: [hello]}
+`
+	wfFlaky = `name: flaky
+tasks:
+  prepare: {command: "echo preparing"}
+  boom:
+    depends_on: [prepare]
+    command: 'if [ -e DIR/fixed ]; then echo fixed; else touch DIR/fixed; echo "boom: the first run fails" >&2; exit 3; fi'
+`
+	wfSlow = `name: slow
+tasks:
+  wait: {command: "sleep 60"}
+`
+	wfGated = `name: gated
+tasks:
+  first: {command: "echo first"}
+  gate:
+    depends_on: [first]
+    command: 'while [ ! -e DIR/gate ]; do sleep 0.02; done; echo through'
+`
+)
+
+// node is the selector of a task's node in the DAG with a status.
+func node(task, status string) string {
+	return fmt.Sprintf(`#dag g.node[data-task=%q][data-status=%q]`, task, status)
+}
+
+func runStatusIs(status string) string { return fmt.Sprintf(`#run-status [data-status=%q]`, status) }
+
+// do runs steps in the page, failing the test on the first error.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// value evaluates a JavaScript expression in the page.
+func value[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// until waits for a JavaScript condition to hold in the page.
+func until(expr string) chromedp.Action[chromedp.Void] { return chromedp.Poll[chromedp.Void](expr) }
+
+// logHas waits for the task panel's log to contain text.
+func logHas(text string) chromedp.Action[chromedp.Void] {
+	return until(fmt.Sprintf(`document.querySelector("#log") && document.querySelector("#log").textContent.includes(%q)`, text))
+}
+
+// TestBrowserTriggerAndWatch: a person triggers a workflow from its form
+// with a param, sees its DAG nodes turn success without reloading, and the
+// task's log shows the param.
+func TestBrowserTriggerAndWatch(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfGreet)
+	ctx := browse(t)
+	row := `#workflows tr[data-workflow="greet"]`
+	do(t, ctx,
+		chromedp.Navigate(d.url("/")),
+		chromedp.WaitVisible(css(row+` button.primary`)),
+		chromedp.Click(css(row+` button.primary`)),
+		chromedp.WaitVisible(css(`#param-who`)),
+		chromedp.SetValue(css(`#param-who`), "chromedp"),
+		chromedp.Click(css(`#trigger-submit`)),
+		chromedp.WaitVisible(css(`#dag g.node[data-task="hello"]`)),
+		chromedp.Evaluate[chromedp.Void](`window.pageMarker = "same page"`),
+		chromedp.WaitVisible(css(node("hello", "success"))),
+		chromedp.WaitVisible(css(node("shout", "success"))),
+		chromedp.WaitVisible(css(runStatusIs("success"))),
+	)
+	if marker := value[string](t, ctx, `window.pageMarker`); marker != "same page" {
+		t.Fatalf("the page reloaded (marker %q)", marker)
+	}
+	do(t, ctx, chromedp.Click(css(node("hello", "success"))), logHas("hello chromedp"))
+	if url := value[string](t, ctx, `location.href`); !strings.Contains(url, "/ui/runs/") || !strings.Contains(url, "task=hello") {
+		t.Fatalf("url %s", url)
+	}
+}
+
+// TestBrowserFailedLogRetryAndCancel: a failed task's log is opened, the
+// failed run is retried (and succeeds), a running run is cancelled.
+func TestBrowserFailedLogRetryAndCancel(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfFlaky)
+	d.put(wfSlow)
+	ctx := browse(t)
+	flaky := d.trigger("flaky")
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+flaky)),
+		chromedp.WaitVisible(css(node("boom", "failed"))),
+		chromedp.Click(css(node("boom", "failed"))),
+		logHas("boom: the first run fails"),
+		chromedp.WaitVisible(css(runStatusIs("failed"))),
+		chromedp.Click(css(`#retry-run`)),
+		chromedp.WaitVisible(css(node("boom", "success"))),
+		chromedp.WaitVisible(css(runStatusIs("success"))),
+	)
+	slow := d.trigger("slow")
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+slow)),
+		chromedp.WaitVisible(css(node("wait", "running"))),
+		chromedp.Click(css(`#cancel-run`)),
+		chromedp.WaitVisible(css(runStatusIs("cancelled"))),
+		chromedp.WaitVisible(css(node("wait", "cancelled"))),
+	)
+}
+
+// TestBrowserEventsSurviveRestart: a page following a run keeps every
+// event across a daemon restart: its stream reconnects with its last id
+// and gets what happened while it was away (the interrupted attempt, its
+// rerun) from the log, then the rest live.
+func TestBrowserEventsSurviveRestart(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfGated)
+	ctx := browse(t)
+	id := d.trigger("gated")
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+id)),
+		chromedp.WaitVisible(css(node("gate", "running"))),
+		chromedp.WaitVisible(css(`#live.on`)),
+	)
+	d.stop() // the gate's attempt is interrupted
+	do(t, ctx, chromedp.WaitVisible(css(`#live.off`)))
+	d.start() // same address, same data folder
+	if err := os.WriteFile(filepath.Join(d.dir, "gate"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx,
+		chromedp.WaitVisible(css(runStatusIs("success"))),
+		chromedp.WaitVisible(css(node("gate", "success"))),
+		until(`window.orkwalEvents.length > 0 && window.orkwalEvents[window.orkwalEvents.length-1].endsWith(".1")`),
+	)
+	got := value[[]string](t, ctx, `window.orkwalEvents`)
+	var want []string // from the page's first event on
+	err := d.eng.EventsAfter(engine.EventPos{}, d.eng.EventsEnd(), func(b *engine.EventBatch) error {
+		for _, ev := range b.Events {
+			if ev.Run == id && (len(want) > 0 || ev.ID == got[0]) {
+				want = append(want, ev.ID+" "+ev.Type)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != len(got) {
+		t.Fatalf("the page received %v\nthe log has %v", got, want)
+	}
+	for i := range got {
+		if !strings.HasPrefix(want[i], got[i]+" ") {
+			t.Fatalf("event %d: the page received %s, the log has %s\n%v\n%v", i, got[i], want[i], got, want)
+		}
+	}
+	if !strings.Contains(strings.Join(want, ","), "task_interrupted") {
+		t.Fatalf("no interruption among %v", want)
+	}
+}
+
+const wfShowcase = `name: nightly-etl
+description: Extract, transform in parallel, load, report.
+params: {day: "2026-03-01"}
+tasks:
+  extract:
+    command: 'echo "extracting {{params.day}}"; echo "{\"parts\": [\"eu\", \"us\", \"apac\", \"latam\", \"mena\", \"oc\"]}" > "$ORKWAL_OUTPUT"'
+  transform:
+    depends_on: [extract]
+    foreach: extract.parts
+    command: 'echo "transforming part $ORKWAL_PARALLEL_INDEX"'
+  validate:
+    depends_on: [extract]
+    retries: 1
+    retry_backoff: {initial: 10ms}
+    command: '[ "$ORKWAL_ATTEMPT" -ge 2 ] || { echo "schema drift: retrying" >&2; exit 1; }; echo "schema ok"'
+  load:
+    depends_on: [transform, validate]
+    command: 'for i in 1 2 3; do echo "loaded batch $i of 3"; done'
+  report: {command: "echo report sent", depends_on: [load]}
+  notify: {command: "echo notified", depends_on: [load]}
+`
+
+// TestBrowserRunPageScreenshot: the run page of a finished run shows every
+// task's name and status as text (the graph's nodes), the fan-out as one
+// node counting its instances, the timeline and the selected task's log.
+// ORKWAL_UPDATE_SCREENSHOT=1 writes it to docs/ui-run.png (the README's).
+func TestBrowserRunPageScreenshot(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfShowcase)
+	id := d.trigger("nightly-etl")
+	ctx := browse(t)
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+id+"?task=load")),
+		chromedp.WaitVisible(css(runStatusIs("success"))),
+		logHas("loaded batch 3 of 3"),
+	)
+	for _, task := range []string{"extract", "transform", "validate", "load", "report", "notify"} {
+		text := value[string](t, ctx, fmt.Sprintf(`document.querySelector('#dag g.node[data-task=%q]').textContent`, task))
+		if !strings.Contains(text, task) || !strings.Contains(text, "success") {
+			t.Errorf("node %s reads %q: want its name and its status as text", task, text)
+		}
+	}
+	if text := value[string](t, ctx, `document.querySelector('#dag g.node[data-task="transform"]').textContent`); !strings.Contains(text, "6 instances") {
+		t.Errorf("the fan-out node reads %q", text)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil || len(png) < 1000 {
+		t.Fatalf("screenshot: %d bytes, %v", len(png), err)
+	}
+	if os.Getenv("ORKWAL_UPDATE_SCREENSHOT") != "" {
+		if err := os.WriteFile("../docs/ui-run.png", png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBrowserLogin: with a token the page asks for it once: a wrong one is
+// a clear message, the right one opens the page, whose session cookie the
+// page's scripts cannot read and whose URL never holds the token.
+func TestBrowserLogin(t *testing.T) {
+	d := startDaemon(t, WithToken(testToken))
+	d.put(wfGreet)
+	ctx := browse(t)
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/")),
+		chromedp.WaitVisible(css(`#login #token`)),
+		chromedp.SendKeys(css(`#token`), "not-the-token"),
+		chromedp.Click(css(`#login button[type=submit]`)),
+		until(`document.querySelector("#login-msg").textContent.includes("wrong token")`),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#token").value = ""`),
+		chromedp.SendKeys(css(`#token`), testToken),
+		chromedp.Click(css(`#login button[type=submit]`)),
+		chromedp.WaitVisible(css(`#workflows tr[data-workflow="greet"]`)),
+		chromedp.WaitVisible(css(`#live.on`)),
+	)
+	if c := value[string](t, ctx, `document.cookie`); strings.Contains(c, SessionCookie) {
+		t.Fatalf("the page's script reads the session cookie: %q", c)
+	}
+	if u := value[string](t, ctx, `location.href`); strings.Contains(u, testToken) {
+		t.Fatalf("the token is in the URL %s", u)
+	}
+}
