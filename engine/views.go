@@ -94,6 +94,31 @@ type TaskView struct {
 	DispatchedAt  *time.Time      `json:"dispatched_at,omitempty"`
 	StartedAt     *time.Time      `json:"started_at,omitempty"`
 	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+	// AttemptHistory is how each ended attempt ended, oldest first (the
+	// latest replay.MaxAttemptsKept).
+	AttemptHistory []AttemptView `json:"attempts,omitempty"`
+}
+
+// AttemptView is how one attempt of a task ended.
+type AttemptView struct {
+	Attempt    int       `json:"attempt"`
+	Status     string    `json:"status"` // success, failed, cancelled or interrupted
+	ExitCode   int       `json:"exit_code"`
+	Error      string    `json:"error,omitempty"`
+	StartedAt  time.Time `json:"started_at"` // its start, or its dispatch when it never started
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+func viewAttempts(ends []replay.AttemptEnd) []AttemptView {
+	if len(ends) == 0 {
+		return nil
+	}
+	out := make([]AttemptView, len(ends))
+	for i, a := range ends {
+		out[i] = AttemptView{Attempt: a.Attempt, Status: a.Status, ExitCode: a.ExitCode, Error: a.Error,
+			StartedAt: ts(a.StartedAt), FinishedAt: ts(a.FinishedAt)}
+	}
+	return out
 }
 
 func ts(ns int64) time.Time { return time.Unix(0, ns).UTC() }
@@ -153,7 +178,8 @@ func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 	v := TaskView{ID: t.ID(), Name: t.Key(), Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
 		PID: t.PID, Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
-		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t, g)}
+		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t, g),
+		AttemptHistory: viewAttempts(t.Attempts)}
 	if t.Parent >= 0 {
 		i := t.Instance
 		v.Instance, v.DependsOn = &i, nil

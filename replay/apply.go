@@ -327,10 +327,13 @@ func (s *State) applyTaskFinished(r *TaskFinished) error {
 	t.ExitCode, t.Error, t.Output = r.ExitCode, r.Error, r.Output
 	switch {
 	case r.OK:
+		t.attemptEnded("success", r.At)
 		s.succeed(t, r.At)
 	case t.Run.CancelRequested:
+		t.attemptEnded("cancelled", r.At)
 		s.cancel(t, r.At)
 	default:
+		t.attemptEnded("failed", r.At)
 		s.attemptFailed(t, r.At, r.Jitter)
 	}
 	return nil
@@ -349,6 +352,7 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if !r.Clean && !r.Unstarted && !r.NotRun {
 		t.Interruptions++
 	}
+	t.attemptEnded("interrupted", r.At)
 	switch {
 	case t.Run.CancelRequested:
 		t.Error = "cancelled"

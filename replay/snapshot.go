@@ -52,6 +52,9 @@ type Snapshot struct {
 	// from snapshots written before they existed (then empty).
 	Files   map[string]string `msgpack:",omitempty"`
 	Retired map[string]int    `msgpack:",omitempty"`
+	// Attempts is the attempt history of the tasks that have one (see
+	// AttemptEnd); absent from snapshots written before it (then none).
+	Attempts []SnapAttempts `msgpack:",omitempty"`
 
 	// copies are the runs as value copies, taken under the engine's lock
 	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
@@ -136,6 +139,7 @@ type SnapTask struct {
 	StartedAt     int64
 	FinishedAt    int64
 	Deps          []int
+	Attempts      []AttemptEnd `msgpack:"-"` // encoded apart, in Snapshot.Attempts
 }
 
 // Snapshot copies the state's persisted fields at once: its cost grows with
@@ -233,7 +237,7 @@ func snapTask(t *Task) SnapTask {
 		Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
 		Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
 		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, DispatchedAt: t.DispatchedAt,
-		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps}
+		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps, Attempts: t.Attempts}
 }
 
 func sortedNames[V any](m map[string]V) []string {
@@ -245,11 +249,43 @@ func sortedNames[V any](m map[string]V) []string {
 	return names
 }
 
+// SnapAttempts is the attempt history of one task: Runs[Run].Tasks[Task].
+type SnapAttempts struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Run      int
+	Task     int
+	Ends     []AttemptEnd
+}
+
+// gatherAttempts moves the tasks' attempt histories to snap.Attempts.
+func (snap *Snapshot) gatherAttempts() {
+	snap.Attempts = nil
+	for i := range snap.Runs {
+		for j, t := range snap.Runs[i].Tasks {
+			if len(t.Attempts) > 0 {
+				snap.Attempts = append(snap.Attempts, SnapAttempts{Run: i, Task: j, Ends: t.Attempts})
+			}
+		}
+	}
+}
+
+// scatterAttempts puts snap.Attempts back into the tasks.
+func (snap *Snapshot) scatterAttempts() error {
+	for _, a := range snap.Attempts {
+		if a.Run < 0 || a.Run >= len(snap.Runs) || a.Task < 0 || a.Task >= len(snap.Runs[a.Run].Tasks) {
+			return fmt.Errorf("replay: snapshot: attempts of run %d task %d, which is not there", a.Run, a.Task)
+		}
+		snap.Runs[a.Run].Tasks[a.Task].Attempts = a.Ends
+	}
+	return nil
+}
+
 // Encode writes the snapshot file: header, then body.
 func (snap *Snapshot) Encode(w io.Writer) error {
 	if err := snap.flatten(); err != nil {
 		return err
 	}
+	snap.gatherAttempts()
 	var body bodyWriter
 	enc := msgpack.NewEncoder(&body)
 	enc.SetSortMapKeys(true)
@@ -336,6 +372,9 @@ func DecodeSnapshot(data []byte) (*Snapshot, error) {
 	if err := msgpack.Unmarshal(body, snap); err != nil {
 		return nil, fmt.Errorf("replay: decode snapshot: %w", err)
 	}
+	if err := snap.scatterAttempts(); err != nil {
+		return nil, err
+	}
 	snap.Index = binary.LittleEndian.Uint64(data[12:])
 	return snap, nil
 }
@@ -396,7 +435,7 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 			MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent, Instance: st.Instance, Count: st.Count,
 			Item: st.Item, Instances: st.Instances, Expanded: st.Expanded, PID: st.PID, StartTime: st.StartTime,
 			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, DispatchedAt: st.DispatchedAt,
-			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Deps: st.Deps}
+			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Deps: st.Deps, Attempts: st.Attempts}
 	}
 	return run
 }

@@ -180,6 +180,7 @@ type Task struct {
 	DispatchedAt int64
 	StartedAt    int64
 	FinishedAt   int64
+	Attempts     []AttemptEnd // the latest ended attempts, oldest first (at most MaxAttemptsKept)
 
 	Deps       []int  // indexes of upstream tasks in Run.Tasks
 	Downstream []int  // derived: indexes of tasks that depend on this one

@@ -225,24 +225,25 @@ func (cl *client) getPage(ctx context.Context, path string, out any) (next strin
 }
 
 // copyTo streams the answer of a GET to w. With stream, the answer may last
-// (no overall timeout); it returns the answer's trailers once it ended.
-func (cl *client) copyTo(ctx context.Context, path string, w io.Writer, stream bool) (http.Header, error) {
+// (no overall timeout); it returns the answer's headers and, once it
+// ended, its trailers.
+func (cl *client) copyTo(ctx context.Context, path string, w io.Writer, stream bool) (header, trailer http.Header, err error) {
 	resp, err := cl.send(ctx, request{method: http.MethodGet, path: path, stream: stream})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	ew := &errWriter{w: w}
 	if _, err := io.Copy(ew, resp.Body); err != nil {
 		if ew.err != nil {
-			return nil, exitf(exitFailure, "write output: %v", ew.err)
+			return nil, nil, exitf(exitFailure, "write output: %v", ew.err)
 		}
 		if ctx.Err() != nil {
-			return nil, exitf(exitFailure, "GET %s: %v", path, ctx.Err())
+			return nil, nil, exitf(exitFailure, "GET %s: %v", path, ctx.Err())
 		}
-		return nil, &exitError{code: exitServer, err: fmt.Errorf("GET %s: the answer from %s broke off: %w", path, cl.addr, err)}
+		return nil, nil, &exitError{code: exitServer, err: fmt.Errorf("GET %s: the answer from %s broke off: %w", path, cl.addr, err)}
 	}
-	return resp.Trailer, nil
+	return resp.Header, resp.Trailer, nil
 }
 
 // errWriter keeps the error of its writer, to tell it from a read error.

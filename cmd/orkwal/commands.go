@@ -181,7 +181,7 @@ func logsCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "attempt", DefaultText: "the latest", Usage: "print attempt `N` (from 1)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"},
-				Usage: "keep printing the output as it is written until the attempt ends (waits for a task not started yet)"},
+				Usage: "keep printing the output as it is written until the task ends, across its retries (with --attempt: until that attempt ends; waits for a task not started yet)"},
 		},
 		Action:       logsAction,
 		BashComplete: completeRuns,
@@ -550,42 +550,6 @@ func showAction(c *cli.Context) error {
 		return s.writeRaw(raw)
 	}
 	return writeRun(s.out, run)
-}
-
-func logsAction(c *cli.Context) error {
-	s, args, err := startRunSession(c, 2, 2)
-	if err != nil {
-		return err
-	}
-	path := "/runs/" + url.PathEscape(args[0]) + "/tasks/" + url.PathEscape(args[1]) + "/logs"
-	q := url.Values{}
-	switch attempt := c.Int("attempt"); {
-	case attempt < 0:
-		return usageError(c, fmt.Errorf("--attempt %d: must be 1 or more (0: the latest)", attempt))
-	case attempt > 0:
-		q.Set("attempt", strconv.Itoa(attempt))
-	}
-	follow := c.Bool("follow")
-	if follow {
-		q.Set("follow", "1")
-	}
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	trailer, err := s.cl.copyTo(s.ctx, path, s.out, follow)
-	if err != nil {
-		return fmt.Errorf("logs of %s: %w", args[1], err)
-	}
-	if follow {
-		switch end := trailer.Get(api.FollowEndTrailer); end {
-		case api.FollowEndAttempt:
-		case api.FollowEndStopping:
-			return &exitError{code: exitServer, err: fmt.Errorf("logs of %s: the daemon at %s is stopping; the log may go on", args[1], s.cl.addr)}
-		default:
-			return &exitError{code: exitServer, err: fmt.Errorf("logs of %s: the stream ended early (%s)", args[1], orDash(end))}
-		}
-	}
-	return nil
 }
 
 func deleteAction(c *cli.Context) error {
