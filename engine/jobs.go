@@ -97,6 +97,7 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 	if job.Env, err = renderMap(spec.Env, in); err != nil {
 		return fmt.Errorf("env %w", err)
 	}
+	job.Command = workflow.ExpandCommand(spec.Command, in.placeholder)
 	placeInFolder(job, spec, t.Run.Spec.Dir)
 	switch spec.Executor {
 	case "python":
@@ -157,7 +158,7 @@ func libraryJob(t *replay.Task) *executors.PythonJob {
 }
 
 func httpJob(h *workflow.HTTPSpec, in *taskInput) (*executors.HTTPJob, error) {
-	url, err := render(h.URL, in)
+	url, err := renderURL(h.URL, in)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
@@ -174,7 +175,7 @@ func httpJob(h *workflow.HTTPSpec, in *taskInput) (*executors.HTTPJob, error) {
 		job.Body = []byte(body)
 	}
 	if a := h.Async; a != nil {
-		status, err := render(a.StatusURL, in)
+		status, err := renderURL(a.StatusURL, in)
 		if err != nil {
 			return nil, fmt.Errorf("async.status_url: %w", err)
 		}

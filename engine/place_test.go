@@ -34,16 +34,8 @@ tasks:
   sub: {command: [./where.sh, sub], workdir: sub}
   py: {executor: python, file: where.py, function: where}
 `))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Open(Config{DataDir: t.TempDir(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Start()
+	e := openDefault(t, spec, err)
 	defer e.Close()
-	put(t, e, spec)
 	id := trigger(t, e, "w")
 	waitFor(t, e, "the run", finished(e, id))
 	if r, _ := e.Run(id); r.Status != "success" {
@@ -59,4 +51,20 @@ tasks:
 			t.Errorf("%s: ran in %q with PYTHONPATH %q, want %q and %q", out, got[0], got[1], cwd, folder)
 		}
 	}
+}
+
+// openDefault opens an engine with the default executors (real processes,
+// python, http) and records spec, which parsed with err.
+func openDefault(t *testing.T, spec *workflow.Spec, err error) *Engine {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(Config{DataDir: t.TempDir(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	put(t, e, spec)
+	return e
 }

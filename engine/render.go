@@ -17,21 +17,40 @@ import (
 // from the environment stay out of the WAL. The parser has checked the
 // references' names.
 func render(tmpl string, in *taskInput) (string, error) {
-	var err error
-	out := workflow.Expand(tmpl, func(ref string) string {
-		if name, ok := strings.CutPrefix(ref, "params."); ok {
-			return in.Params[name]
-		}
-		name, _ := strings.CutPrefix(ref, "inputs.")
-		return inputText(in.Inputs[name])
-	}, func(name string) string {
+	env, err := envReader()
+	out := workflow.Expand(tmpl, in.placeholder, env)
+	return out, *err
+}
+
+// renderURL is render for a URL: a param or an input is escaped for where
+// it lands (workflow.ExpandURL), so it cannot change the URL's host, path
+// or query structure.
+func renderURL(tmpl string, in *taskInput) (string, error) {
+	env, err := envReader()
+	out := workflow.ExpandURL(tmpl, in.placeholder, env)
+	return out, *err
+}
+
+// placeholder is the value of a {{ REF }}: a param, or an input's text.
+func (in *taskInput) placeholder(ref string) string {
+	if name, ok := strings.CutPrefix(ref, "params."); ok {
+		return in.Params[name]
+	}
+	name, _ := strings.CutPrefix(ref, "inputs.")
+	return inputText(in.Inputs[name])
+}
+
+// envReader reads ${env:NAME} from the daemon's environment; err is the
+// first variable that is not set.
+func envReader() (env func(string) string, err *error) {
+	err = new(error)
+	return func(name string) string {
 		v, ok := os.LookupEnv(name)
-		if !ok && err == nil {
-			err = fmt.Errorf("${env:%s}: %s is not set in the daemon's environment", name, name)
+		if !ok && *err == nil {
+			*err = fmt.Errorf("${env:%s}: %s is not set in the daemon's environment", name, name)
 		}
 		return v
-	})
-	return out, err
+	}, err
 }
 
 func inputText(v json.RawMessage) string {

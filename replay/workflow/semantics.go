@@ -267,6 +267,9 @@ func (p *parser) checkTask(spec *Spec, pt parsedTask) error {
 	if err := p.checkExecutor(pt, path); err != nil {
 		return err
 	}
+	if err := p.checkCommandTemplates(spec, pt, path); err != nil {
+		return err
+	}
 	return p.checkTemplates(spec, pt, path)
 }
 
