@@ -283,6 +283,15 @@ func (m *diskModel) buildImage() error {
 	if err := m.buildSnapImage(); err != nil {
 		return err
 	}
+	// The folder's mark (wal/mark.go) is durable as it stands: it moves
+	// with a rename and a folder fsync, between two I/O points, and only
+	// to a segment whose name and first entry are durable.
+	marks, _ := filepath.Glob(filepath.Join(m.walDir, "newest-*"))
+	for _, mk := range marks {
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(mk)), nil, 0o600); err != nil {
+			return err
+		}
+	}
 	segs, err := listSegs(m.walDir)
 	if err != nil {
 		return err

@@ -23,7 +23,9 @@ func CutFolder(dir string, now time.Time) string {
 //
 // Steps: finish an earlier version's interrupted front truncation as Open
 // would (resolveLegacy), so that the cut is made on the log Open will see;
-// copy the removed tail of the segment holding index and every later
+// move the folder's mark back to the segment that will hold the last entry
+// left (mark.go: a cut is how an operator accepts that a marked segment is
+// gone); copy the removed tail of the segment holding index and every later
 // segment (fsynced); remove the later segments, newest first, fsyncing dir
 // after each; truncate the segment holding index (fsync). A crash at any
 // step leaves the log whole up to its tail, a prefix of what it was (never
@@ -38,6 +40,15 @@ func CutAt(dir string, index uint64, keep string, logger *slog.Logger) error {
 	segs, at, off, err := planCut(dir, index)
 	if err != nil {
 		return err
+	}
+	// The mark goes back first: a crash after it leaves the whole log with
+	// a mark older than its end, which Open accepts (and moves on).
+	if mark, err := readMark(dir); err != nil {
+		return err
+	} else if want := markFor(segs[:at+1], index-1); mark > want {
+		if err := setMark(dir, mark, want); err != nil {
+			return err
+		}
 	}
 	if err := copyRemoved(segs[at:], off, keep); err != nil {
 		return err

@@ -48,6 +48,10 @@ const (
 	// OpOpenSync: in Open, before the fsync of the tail segment and of the
 	// folder that make what an earlier process wrote durable (index 0).
 	OpOpenSync Op = "open-fsync"
+	// OpMark: after the fsyncs of a segment's first entry, before the
+	// folder's mark moves to that segment (a rename and a folder fsync;
+	// see mark.go).
+	OpMark Op = "mark"
 )
 
 // Fault injects a failure at op while appending the frame at index.
@@ -140,12 +144,20 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := resolveLegacy(dir, opts.Logger); err != nil {
 		return nil, err
 	}
-	cut, end, err := repairTail(dir, opts.Logger)
+	mark, err := readMark(dir)
+	if err != nil {
+		return nil, err
+	}
+	cut, end, err := repairTail(dir, mark, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	segs, err := openSegments(dir, opts.SegmentSize, opts.PadStep, opts.Fault, end)
 	if err != nil {
+		return nil, err
+	}
+	if err := segs.markLast(mark); err != nil {
+		segs.close()
 		return nil, err
 	}
 	l := &Log{dir: dir, opts: opts, segs: segs, last: segs.last, cutBytes: cut, requests: sync.Pool{New: newRequest},
@@ -383,6 +395,15 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	if created {
 		if err := l.sync(OpDirSync, index, func() error { return syncDir(l.dir) }); err != nil {
 			return 0, l.fail(fmt.Errorf("%w: folder after index %d: %w", ErrSync, index, err))
+		}
+	}
+	if l.segs.bytes == len(l.buf) && l.segs.mark < index {
+		// The tail's first entry is durable (and the segment's name: a
+		// segment an earlier Open left empty was fsynced by it): mark it
+		// before it is acknowledged, so that losing the segment is never
+		// silent.
+		if err := l.sync(OpMark, index, func() error { return l.segs.markNewest(index) }); err != nil {
+			return 0, l.fail(fmt.Errorf("%w: marking segment %d: %w", ErrSync, index, err))
 		}
 	}
 	l.last = index

@@ -27,13 +27,17 @@ type tailEnd struct {
 }
 
 // repairTail applies recovery step 1 (see the package doc) to the last
-// segment of dir. It returns the number of torn bytes cut (0 when the tail
+// segment of dir, after checking the segments against the folder's mark
+// (checkMark). It returns the number of torn bytes cut (0 when the tail
 // was whole; zero padding after them not counted) and where the tail now
 // ends (the zero tailEnd when dir holds no segment), so that Open reads
 // the tail once.
-func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
+func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
+		if err == nil {
+			err = checkMark(dir, segs, mark, 0)
+		}
 		return 0, tailEnd{}, err
 	}
 	last := segs[len(segs)-1]
@@ -49,6 +53,9 @@ func repairTail(dir string, logger *slog.Logger) (int64, tailEnd, error) {
 		return nil
 	})
 	end.bytes, end.size = int(good), len(data)
+	if err := checkMark(dir, segs, mark, end.last); err != nil {
+		return 0, tailEnd{}, err // before anything is cut
+	}
 	var ce *CorruptError
 	if scanErr == nil {
 		return 0, end, nil

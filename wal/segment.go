@@ -58,6 +58,31 @@ type segments struct {
 	first  uint64   // index of the first entry of the first segment
 	last   uint64   // index of the last entry written (first-1 when empty)
 	start  int      // where in the tail the last write's entry began; -1 if it never got to write it (see undo)
+	mark   uint64   // the segment the folder's mark names (mark.go); 0: none
+}
+
+// markLast moves the folder's mark (from mark, what Open found) to the
+// segment holding the last entry, if that is newer.
+func (s *segments) markLast(mark uint64) error {
+	segs, err := listSegments(s.dir)
+	if err != nil {
+		return err
+	}
+	s.mark = mark
+	if want := markFor(segs, s.last); want > mark {
+		return s.markNewest(want)
+	}
+	return nil
+}
+
+// markNewest moves the folder's mark to the segment whose first index is
+// first.
+func (s *segments) markNewest(first uint64) error {
+	if err := setMark(s.dir, s.mark, first); err != nil {
+		return err
+	}
+	s.mark = first
+	return nil
 }
 
 // padChunk is the default step in which the tail's zero padding is
@@ -246,8 +271,8 @@ func (s *segments) before(index uint64) ([]segmentFile, error) {
 		return nil, err
 	}
 	n := 0
-	for n+1 < len(segs) && segs[n+1].first <= index {
-		n++
+	for n+1 < len(segs) && segs[n+1].first <= index && (s.mark == 0 || segs[n+1].first <= s.mark) {
+		n++ // never past the marked segment, which must stay (mark.go)
 	}
 	return segs[:n+1], nil // segs[n] is the segment that stays first
 }

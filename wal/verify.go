@@ -18,9 +18,33 @@ func VerifyDir(dir string, fn func(index uint64, records [][]byte) error) (torn 
 // VerifyDirFrom is VerifyDir for the entries from index from on (the log
 // after a snapshot).
 func VerifyDirFrom(dir string, from uint64, fn func(index uint64, records [][]byte) error) (torn *CorruptError, err error) {
-	segs, err := resolvedSegments(dir)
-	if err != nil || len(segs) == 0 {
+	mark, err := readMark(dir)
+	if err != nil {
 		return nil, err
+	}
+	segs, err := resolvedSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	var seen uint64 // the last index read
+	torn, err = verifySegments(dir, segs, from, func(index uint64, records [][]byte) error {
+		seen = index
+		return fn(index, records)
+	})
+	if err == nil {
+		err = checkMark(dir, segs, mark, seen)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return torn, nil
+}
+
+// verifySegments is VerifyDirFrom on the segments segs of dir, less the
+// mark's check.
+func verifySegments(dir string, segs []segmentFile, from uint64, fn func(index uint64, records [][]byte) error) (torn *CorruptError, err error) {
+	if len(segs) == 0 {
+		return nil, nil
 	}
 	last := segs[len(segs)-1]
 	err = ReplayDir(dir, from, fn)

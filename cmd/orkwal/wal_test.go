@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -54,13 +55,7 @@ func walCLI(t *testing.T, args ...string) (string, int) {
 func makeData(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, SegmentSize: 512,
-		Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng.Start()
+	eng := startNoop(t, dir)
 	spec := &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "a", Executor: "noop"}}}
 	if _, _, err := eng.PutWorkflow(spec, ""); err != nil {
 		t.Fatal(err)
@@ -72,6 +67,20 @@ func makeData(t *testing.T) string {
 	}
 	eng.Close()
 	return dir
+}
+
+// startNoop opens and starts an engine on dir with 512-byte segments and
+// the noop executor.
+func startNoop(t *testing.T, dir string) *engine.Engine {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(engine.Config{DataDir: dir, Logger: quiet, SegmentSize: 512,
+		Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start()
+	return eng
 }
 
 // flipInFrame corrupts the frame at index (not in the last segment).
@@ -387,5 +396,68 @@ func TestWalVerifyCorruptNewestSnapshot(t *testing.T) {
 	defer eng.Close()
 	if runs := len(eng.Runs(engine.RunFilter{})); runs != 20 {
 		t.Fatalf("boot from the log: %d runs, want 20", runs)
+	}
+}
+
+// TestBootRefusesALostNewestSegment: the newest segment after a snapshot,
+// deleted or zeroed in the folder a kill left (every acknowledged frame in
+// it), is refused at boot and by verify, naming the segment, instead of a
+// boot that silently rolls back the runs it held (issue 21, item 7); a cut
+// at the index it started at (`wal repair`) is the operator's way to go
+// on without it.
+func TestBootRefusesALostNewestSegment(t *testing.T) {
+	for _, lose := range []string{"deleted", "zeroed", "emptied"} {
+		t.Run(lose, func(t *testing.T) {
+			dir, snaps := makeSnapshotted(t)
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			eng := startNoop(t, dir)
+			var newest string
+			for newest == "" { // runs to their end, until a segment starts after the snapshot
+				id, err := eng.Trigger("w", nil, "test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err = eng.WaitRun(ctx, id)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+				if first, _ := strconv.ParseUint(filepath.Base(segs[len(segs)-1]), 10, 64); first > snaps[0] {
+					newest = segs[len(segs)-1]
+				}
+			}
+			killed := t.TempDir() // what a kill -9 leaves: every acknowledged frame is in the files
+			if err := os.CopyFS(killed, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			eng.Close()
+			seg := filepath.Join(killed, "wal", filepath.Base(newest))
+			switch data, _ := os.ReadFile(seg); lose {
+			case "deleted":
+				os.Remove(seg)
+			case "zeroed":
+				os.WriteFile(seg, make([]byte, len(data)), 0o600)
+			case "emptied":
+				os.WriteFile(seg, nil, 0o600)
+			}
+			_, err := engine.Open(engine.Config{DataDir: killed, Logger: quiet})
+			if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), seg) {
+				t.Fatalf("boot on a %s newest segment: %v, want corruption naming %s", lose, err, seg)
+			}
+			out, code := walCLI(t, "verify", "--data", killed)
+			if code != 1 || !strings.Contains(out, seg) || !strings.Contains(out, "entries from index "+strings.TrimLeft(filepath.Base(seg), "0")+" on are missing") {
+				t.Fatalf("verify of a %s newest segment: exit %d\n%s", lose, code, out)
+			}
+			if out, code := walCLI(t, "repair", "--data", killed, "--truncate-at", strings.TrimLeft(filepath.Base(seg), "0")); code != 0 {
+				t.Fatalf("repair: exit %d\n%s", code, out)
+			}
+			eng, err = engine.Open(engine.Config{DataDir: killed, Logger: quiet})
+			if err != nil {
+				t.Fatalf("boot after the operator's cut: %v", err)
+			}
+			eng.Close()
+		})
 	}
 }
