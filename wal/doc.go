@@ -35,7 +35,9 @@
 //  2. When the write created a segment file (the tail had reached
 //     SegmentSize), the folder is fsynced too, before Append returns.
 //  3. Only then does Append return: a nil error means durable.
-//  4. A failed write or fsync poisons the Log: every later Append fails with
+//  4. Close truncates the tail's zero padding (fsync), so that a stopped
+//     folder holds exactly its entries (tidwall/wal reads it as is).
+//  5. A failed write or fsync poisons the Log: every later Append fails with
 //     ErrPoisoned and the fsync is never retried (the page cache can no
 //     longer be trusted). Reopening runs recovery from what is on disk.
 //

@@ -440,7 +440,8 @@ func (l *Log) Err() error {
 }
 
 // Close releases the log. Every acknowledged append is already durable;
-// appends queued when Close is called are committed first.
+// appends queued when Close is called are committed first. The tail's zero
+// padding is truncated (fsynced) unless the log is poisoned.
 func (l *Log) Close() error {
 	l.qmu.Lock()
 	wasClosing := l.closing
@@ -459,7 +460,17 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	if err := l.segs.close(); err != nil && l.poison == nil {
+	var err error
+	if l.poison == nil {
+		// A cleanly closed folder holds exactly its entries, in tidwall/wal's
+		// format: readers that take a zero byte for an empty entry see no
+		// padding (docs/format.md, "WAL segments"). The next Open pads again.
+		err = l.segs.unpad()
+	}
+	if cerr := l.segs.close(); err == nil && l.poison == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("wal: close: %w", err)
 	}
 	return nil

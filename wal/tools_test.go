@@ -115,7 +115,7 @@ func TestTornTailCopiesAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Write([]byte{0x40, 1, 2, 3}) // a frame cut short by a crash
+		f.Write([]byte{0x40, 1, byte(i + 2), 1}) // frame i+2 cut short by a crash (the file's end)
 		f.Close()
 	}
 	l, err := Open(dir, Options{Logger: quiet})
