@@ -85,7 +85,7 @@ func walVerify(c *cli.Context) error {
 	}
 	fmt.Fprintf(out, "ok: %d frames, %d records, %d workflows, %d runs\n", frames, records, len(st.Workflows), len(st.Runs))
 	if torn != nil {
-		fmt.Fprintf(out, "torn tail (the trace of a crash during a write; the next boot cuts it): %v\n", torn)
+		fmt.Fprintf(out, "torn tail (the trace of a crash during a write; the next boot cuts it, or keeps a whole frame as the reason says): %v\n", torn)
 	}
 	if len(badSnaps) > 0 {
 		return exitf(exitFailure, "verify failed: %d corrupt snapshot(s)", len(badSnaps))
