@@ -82,7 +82,7 @@ func (e *Engine) pushAlertTimer(t alertTimer) { heap.Push(&e.alerts.timers, t) }
 // at their next try (a past one at once), a summary for each target with
 // throttled deliveries, the SLA of each unfinished run.
 func (e *Engine) armAlerts() {
-	e.alerts.timers, e.alerts.summary = nil, map[string]bool{}
+	e.alerts.timers, e.alerts.ready, e.alerts.summary = nil, nil, map[string]bool{}
 	now := e.cfg.Clock.Now().UnixNano()
 	for _, a := range e.state.AlertList() {
 		for i, d := range a.Deliveries {

@@ -434,3 +434,39 @@ func TestRunEventsInTheDaemonLog(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertTimersSleepWhileTheWALIsFailed: with the WAL failed, alert
+// timers are not handled, so a due one must not wake the loop (it would
+// spin); once the WAL has recovered, the pending delivery is sent.
+func TestAlertTimersSleepWhileTheWALIsFailed(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	start := clock.Now()
+	rcv := newReceiver(t, func() bool { return clock.Now().Sub(start) < 10*time.Second })
+	disk := newDiskFull()
+	m := newManual(t, dir)
+	e := openAlerting(t, dir, clock, m, func(c *Config) { c.WALFault = disk.fault })
+	defer e.Close()
+	put(t, e, hookSpec("w", rcv.srv.URL, workflow.EventFailure))
+	id := trigger(t, e, "w")
+	m.finish(m.next(), false)
+	waitFor(t, e, "the first attempt to fail", func() bool {
+		a := runAlerts(e, id)
+		return len(a) == 1 && a[0].Deliveries[0].Attempts == 1
+	})
+	disk.full.Store(true)
+	if _, err := e.Trigger("w", nil, "test"); err == nil {
+		t.Fatal("a trigger on a full disk succeeded")
+	}
+	clock.Advance(time.Minute) // the next try is due, the WAL is failed
+	e.mu.Lock()
+	wake := e.nextWake(0)
+	e.mu.Unlock()
+	if wake != 0 && wake <= clock.Now().UnixNano() {
+		t.Fatalf("a due alert timer wakes the loop (at %v) while the WAL is failed", time.Unix(0, wake))
+	}
+	disk.full.Store(false)
+	retryRecovery(e)
+	waitFor(t, e, "delivered after the recovery", func() bool {
+		return runAlerts(e, id)[0].Deliveries[0].Status == "delivered"
+	})
+}

@@ -148,9 +148,11 @@ func (e *Engine) alertBackoff(n int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*e.cfg.Rand()))
 }
 
-// nextAlertWake is the earliest alert timer (0 = none).
+// nextAlertWake is the earliest alert timer (0 = none). While the WAL is
+// failed no timer is handled (see turn): a due one would wake the loop
+// again at once, for ever.
 func (e *Engine) nextAlertWake() int64 {
-	if len(e.alerts.timers) == 0 {
+	if len(e.alerts.timers) == 0 || e.poison.Load() != nil {
 		return 0
 	}
 	return e.alerts.timers[0].at

@@ -116,6 +116,7 @@ func (e *Engine) tryRecover() {
 		return
 	}
 	e.poison.Store(nil)
+	e.armAlerts() // the state was read again: its pending deliveries and SLAs
 	e.recoverWait = 0
 	e.metrics.diskRecoveries++
 	e.log.Info("WAL recovered: accepting work again", "last_index", l.LastIndex(), "requeued", len(recs))
