@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/orkwal/orkwal/executors/notify"
+	"github.com/orkwal/orkwal/executors/notify/smtptest"
 )
 
 const e2eHookSecret = "e2e-hook-secret-value"
@@ -68,12 +69,14 @@ func (d *daemon) alerts(id string) []alertJSON {
 	return r.Alerts
 }
 
-// TestEndToEndAlertsThroughKill9 runs the real binary with two webhook
-// targets of a failing workflow: its own, which receives the alert but
-// never answers, and the daemon's default (--alerts), which is down. The
-// daemon is killed with -9 while both deliveries are unfinished. After a
-// restart, both receivers (now up) get the alert: the first a second
-// time, with the same id (a duplicate it can drop), every request signed,
+// TestEndToEndAlertsThroughKill9 runs the real binary with three targets
+// of a failing workflow: its own webhook, which receives the alert but
+// never answers, its own email, whose SMTP server is down, and the
+// daemon's default webhook (--alerts), which is down too. The daemon is
+// killed with -9 while every delivery is unfinished. After a restart,
+// every receiver (now up) gets the alert: the first a second time, with
+// the same id (a duplicate it can drop), the SMTP server a mail with the
+// id in its headers, every webhook request signed,
 // the body naming the failed task, its error, its log's tail and the run's
 // page; nothing of the secret is in the WAL, the logs or the API.
 func TestEndToEndAlertsThroughKill9(t *testing.T) {
@@ -88,11 +91,13 @@ func TestEndToEndAlertsThroughKill9(t *testing.T) {
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	downAddr := freeAddr(t) // nothing listens there until the restart
+	downAddr, smtpAddr := freeAddr(t), freeAddr(t) // nothing listens there until the restart
+	_, smtpPort, _ := net.SplitHostPort(smtpAddr)
 	os.MkdirAll(wfDir, 0o755)
 	os.WriteFile(filepath.Join(wfDir, "boom.yaml"), []byte(`name: e2e-alert
 alerts:
   - {on: [failure], webhook: "http://`+ln.Addr().String()+`/hook", secret: "${env:HOOK_SECRET}"}
+  - {on: [failure], email: {to: [oncall@example.com], host: 127.0.0.1, port: `+smtpPort+`, starttls: false}}
 tasks:
   boom: {command: "echo the last words; exit 3"}
 `), 0o644)
@@ -110,7 +115,7 @@ tasks:
 	d.waitStatus(id, "failed")
 	d.eventually("the first send to reach the receiver, and the other to fail", func() bool {
 		a := d.alerts(id)
-		return len(hook.requests()) == 1 && len(a) == 1 && a[0].Deliveries[1].Attempts >= 1
+		return len(hook.requests()) == 1 && len(a) == 1 && a[0].Deliveries[1].Attempts >= 1 && a[0].Deliveries[2].Attempts >= 1
 	})
 	d.cmd.Process.Signal(syscall.SIGKILL)
 	d.cmd.Wait()
@@ -126,14 +131,24 @@ tasks:
 	dsrv := &http.Server{Handler: down}
 	go dsrv.Serve(dln)
 	t.Cleanup(func() { dsrv.Close() })
+	smtpd, err := smtptest.NewAt(smtpAddr, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(smtpd.Close)
 
 	d2 := start()
 	var alerts []alertJSON
-	d2.eventually("both deliveries delivered after the restart", func() bool {
+	d2.eventually("every delivery delivered after the restart", func() bool {
 		alerts = d2.alerts(id)
-		return len(alerts) == 1 && alerts[0].Deliveries[0].Status == "delivered" && alerts[0].Deliveries[1].Status == "delivered"
+		return len(alerts) == 1 && len(alerts[0].Deliveries) == 3 && alerts[0].Deliveries[0].Status == "delivered" &&
+			alerts[0].Deliveries[1].Status == "delivered" && alerts[0].Deliveries[2].Status == "delivered"
 	})
 	alertID := alerts[0].ID
+	if mails := smtpd.Messages(); len(mails) != 1 || !strings.Contains(mails[0].Data, "X-Orkwal-Alert-Id: "+alertID) ||
+		!strings.Contains(mails[0].Data, "the last words") || mails[0].To[0] != "oncall@example.com" {
+		t.Errorf("mails: %+v", mails)
+	}
 	got := append(hook.requests(), down.requests()...)
 	if len(hook.requests()) != 2 || len(down.requests()) != 1 {
 		t.Fatalf("the receiver got %d requests and the one that was down %d, want 2 (a duplicate) and 1", len(hook.requests()), len(down.requests()))
@@ -154,7 +169,7 @@ tasks:
 		t.Errorf("orkwal show: %v\n%s", err, show)
 	}
 	_, metrics := d2.call("GET", "/metrics", "")
-	if !strings.Contains(string(metrics), "orkwal_alerts_sent_total 2") {
+	if !strings.Contains(string(metrics), "orkwal_alerts_sent_total 3") {
 		t.Errorf("metrics: %s", grepLines(string(metrics), "orkwal_alerts"))
 	}
 	if !strings.Contains(d.logs.String(), `"msg":"task failed"`) || !strings.Contains(d.logs.String(), `"task":"boom"`) {

@@ -1,23 +1,18 @@
 package notify
 
 import (
-	"bufio"
 	"context"
-	"crypto/tls"
-	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/orkwal/orkwal/executors/notify/smtptest"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
@@ -103,136 +98,27 @@ func TestErrorsKeepSecrets(t *testing.T) {
 // requires STARTTLS before AUTH PLAIN, checks the password read from the
 // environment, and keeps the message.
 func TestEmailOverSTARTTLS(t *testing.T) {
-	smtpd := newSMTPServer(t, "ops", "pa55")
-	s := New(Config{Getenv: env(map[string]string{"SMTP_PASSWORD": "pa55"}), TLS: smtpd.clientTLS})
+	smtpd, err := smtptest.New("ops", "pa55")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smtpd.Close()
+	s := New(Config{Getenv: env(map[string]string{"SMTP_PASSWORD": "pa55"}), TLS: smtpd.ClientTLS})
 	target := &workflow.Alert{Email: &workflow.Email{To: []string{"oncall@example.com"}, From: "orkwal@example.com",
-		Host: "127.0.0.1", Port: smtpd.port, User: "ops", Password: "${env:SMTP_PASSWORD}"}}
+		Host: "127.0.0.1", Port: smtpd.Port, User: "ops", Password: "${env:SMTP_PASSWORD}"}}
 	if code, err := s.Send(context.Background(), target, sample()); err != nil || code != 250 {
 		t.Fatalf("send: %d %v", code, err)
 	}
-	msgs := smtpd.messages()
-	if len(msgs) != 1 || !msgs[0].tls || msgs[0].to[0] != "oncall@example.com" ||
-		!strings.Contains(msgs[0].data, "X-Orkwal-Alert-Id: r1.failure.x") || !strings.Contains(msgs[0].data, "Subject: orkwal: run r1 (etl) failed") ||
-		!strings.Contains(msgs[0].data, `"id": "r1.failure.x"`) {
+	msgs := smtpd.Messages()
+	if len(msgs) != 1 || !msgs[0].TLS || msgs[0].To[0] != "oncall@example.com" ||
+		!strings.Contains(msgs[0].Data, "X-Orkwal-Alert-Id: r1.failure.x") || !strings.Contains(msgs[0].Data, "Subject: orkwal: run r1 (etl) failed") ||
+		!strings.Contains(msgs[0].Data, `"id": "r1.failure.x"`) {
 		t.Fatalf("messages: %+v", msgs)
 	}
-	s = New(Config{Getenv: env(map[string]string{"SMTP_PASSWORD": "wrong"}), TLS: smtpd.clientTLS})
+	s = New(Config{Getenv: env(map[string]string{"SMTP_PASSWORD": "wrong"}), TLS: smtpd.ClientTLS})
 	if code, err := s.Send(context.Background(), target, sample()); code != 535 || err == nil {
 		t.Errorf("wrong password: %d %v", code, err)
 	}
 }
 
 func must(b []byte, _ error) []byte { return b }
-
-// smtpServer is a minimal SMTP server for tests: EHLO, STARTTLS, AUTH
-// PLAIN, MAIL, RCPT, DATA, QUIT.
-type smtpServer struct {
-	port       int
-	user, pass string
-	tlsConfig  *tls.Config
-	clientTLS  *tls.Config
-	mu         sync.Mutex
-	got        []smtpMessage
-}
-
-type smtpMessage struct {
-	from string
-	to   []string
-	data string
-	tls  bool
-}
-
-func newSMTPServer(t *testing.T, user, pass string) *smtpServer {
-	https := httptest.NewTLSServer(nil) // for its certificate, valid for 127.0.0.1
-	t.Cleanup(https.Close)
-	s := &smtpServer{user: user, pass: pass, tlsConfig: &tls.Config{Certificates: https.TLS.Certificates},
-		clientTLS: https.Client().Transport.(*http.Transport).TLSClientConfig}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.serve(c)
-		}
-	}()
-	return s
-}
-
-func (s *smtpServer) messages() []smtpMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]smtpMessage(nil), s.got...)
-}
-
-func (s *smtpServer) serve(c net.Conn) {
-	defer func() { c.Close() }()
-	r, w := bufio.NewReader(c), c
-	say := func(line string) { io.WriteString(w, line+"\r\n") }
-	say("220 test ESMTP")
-	var m smtpMessage
-	authed := false
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		cmd := strings.TrimRight(line, "\r\n")
-		verb := strings.ToUpper(strings.SplitN(cmd, " ", 2)[0])
-		switch {
-		case verb == "EHLO":
-			if m.tls {
-				say("250-test\r\n250 AUTH PLAIN")
-			} else {
-				say("250-test\r\n250 STARTTLS")
-			}
-		case verb == "STARTTLS":
-			say("220 go ahead")
-			tc := tls.Server(c, s.tlsConfig)
-			if tc.Handshake() != nil {
-				return
-			}
-			c, r, w, m.tls = tc, bufio.NewReader(tc), tc, true
-		case verb == "AUTH" && m.tls:
-			raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(cmd, "AUTH PLAIN "))
-			if string(raw) != "\x00"+s.user+"\x00"+s.pass {
-				say("535 5.7.8 authentication failed")
-				continue
-			}
-			authed = true
-			say("235 2.7.0 ok")
-		case verb == "MAIL" && authed:
-			m.from = cmd
-			say("250 ok")
-		case verb == "RCPT" && authed:
-			m.to = append(m.to, strings.Trim(strings.TrimPrefix(cmd, "RCPT TO:"), "<>"))
-			say("250 ok")
-		case verb == "DATA" && authed:
-			say("354 go on")
-			var b strings.Builder
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil || l == ".\r\n" {
-					break
-				}
-				b.WriteString(l)
-			}
-			m.data = b.String()
-			s.mu.Lock()
-			s.got = append(s.got, m)
-			s.mu.Unlock()
-			say("250 queued as " + strconv.Itoa(len(s.got)))
-		case verb == "QUIT":
-			say("221 bye")
-			return
-		default:
-			say("503 bad sequence: " + verb)
-		}
-	}
-}
