@@ -308,7 +308,7 @@ func TestShow(t *testing.T) {
 	id := cliTriggered(t, url)
 	out, _ := mustCLI(t, exitOK, "show", id, "--addr", url)
 	for _, want := range []string{id, "etl@1", "status:   success", "trigger:  cli", `date="2024-01-01"`,
-		"NAME", "DEPENDS ON", "extract", "load     success  1        extract"} {
+		"NAME", "DEPENDS ON", "DURATION", "extract", "load     success  1/1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}

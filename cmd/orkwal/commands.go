@@ -116,10 +116,11 @@ func runsCommand() *cli.Command {
 
 func showCommand() *cli.Command {
 	return clientCommand(&cli.Command{
-		Name:         "show",
-		Usage:        "show a run and its tasks",
-		ArgsUsage:    "RUN",
-		Flags:        []cli.Flag{outputFlag()},
+		Name:      "show",
+		Usage:     "show a run, its tasks (a fan-out on one line) and the attempts that did not succeed",
+		ArgsUsage: "RUN",
+		Flags: []cli.Flag{outputFlag(),
+			&cli.BoolFlag{Name: "instances", Aliases: []string{"a"}, Usage: "list each instance of a fan-out on its own line"}},
 		Action:       showAction,
 		BashComplete: completeRuns,
 	}, true)
@@ -549,7 +550,7 @@ func showAction(c *cli.Context) error {
 	if s.json {
 		return s.writeRaw(raw)
 	}
-	return writeRun(s.out, run)
+	return writeRun(s.out, run, showOptions{instances: c.Bool("instances"), now: time.Now()})
 }
 
 func deleteAction(c *cli.Context) error {

@@ -137,7 +137,7 @@ func execRun(c *cli.Context, eng *engine.Engine, spec *workflow.Spec, source str
 		fmt.Fprintf(out, "%s: the run was cancelled\n", why)
 	}
 	fmt.Fprintf(out, "run %s %s\n\n", run.ID, run.Status)
-	if err := writeTasks(out, run.Tasks); err != nil {
+	if err := writeTasks(out, run, showOptions{now: time.Now()}); err != nil {
 		return run, err
 	}
 	writeFailedLogs(out, eng, run)

@@ -14,9 +14,6 @@ import (
 
 // Human output of the client commands: tables, times, run progress.
 
-// maxErrorCell is how much of a task error the task table shows.
-const maxErrorCell = 60
-
 // table writes aligned columns; cells are cleaned of tabs and newlines.
 type table struct{ tw *tabwriter.Writer }
 
@@ -38,6 +35,9 @@ func (t *table) flush() error { return t.tw.Flush() }
 // oneLine folds whitespace runs (newlines, tabs) into single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// maxErrorCell is how much of an error a table cell shows (alerts).
+const maxErrorCell = 60
+
 // truncateRunes shortens s to at most n runes, marking the cut with "...".
 func truncateRunes(s string, n int) string {
 	r := []rune(s)
@@ -54,12 +54,16 @@ func orDash(s string) string {
 	return s
 }
 
-// stamp formats a time in the local zone, "-" when absent.
+// stampLayout is how the client shows times: in its local zone, which it
+// names (UTC, CET, or an offset where the zone has no abbreviation).
+const stampLayout = "2006-01-02 15:04:05 MST"
+
+// stamp formats a time in the local zone, with the zone, "-" when absent.
 func stamp(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return "-"
 	}
-	return t.Local().Format("2006-01-02 15:04:05")
+	return t.Local().Format(stampLayout)
 }
 
 // humanDuration rounds d to what a person reads: 350ms, 4.2s, 3m12s.
@@ -114,52 +118,6 @@ func cancelling(r engine.RunView) string {
 		return " (cancelling)"
 	}
 	return ""
-}
-
-// writeRun prints a run's header, then its task table.
-func writeRun(w io.Writer, r engine.RunView) error {
-	finished := stamp(r.FinishedAt)
-	if r.FinishedAt != nil {
-		finished += " (took " + runDuration(r) + ")"
-	}
-	fields := [][2]string{
-		{"run:", r.ID},
-		{"workflow:", fmt.Sprintf("%s@%d", r.Workflow, r.Version)},
-		{"status:", r.Status + cancelling(r)},
-		{"trigger:", orDash(r.Trigger)},
-		{"params:", orDash(formatParams(r.Params))},
-		{"created:", stamp(&r.CreatedAt)},
-		{"started:", stamp(r.StartedAt)},
-		{"finished:", finished},
-	}
-	for _, f := range fields {
-		fmt.Fprintf(w, "%-10s%s\n", f[0], f[1])
-	}
-	fmt.Fprintln(w)
-	if err := writeTasks(w, r.Tasks); err != nil {
-		return err
-	}
-	return writeAlerts(w, r.Alerts)
-}
-
-func writeTasks(w io.Writer, tasks []engine.TaskView) error {
-	t := newTable(w, "NAME", "STATUS", "ATTEMPT", "DEPENDS ON", "EXIT", "ERROR / WAITING ON")
-	for _, task := range tasks {
-		attempt, exit := "-", "-"
-		if task.Attempt > 0 {
-			attempt = strconv.Itoa(task.Attempt)
-		}
-		if task.ExitCode != nil {
-			exit = strconv.Itoa(*task.ExitCode)
-		}
-		note := task.Error
-		if task.Status == "pending" && len(task.WaitingOn) > 0 {
-			note = "waiting on " + strings.Join(task.WaitingOn, "; ")
-		}
-		t.row(task.Name, task.Status, attempt, orDash(strings.Join(task.DependsOn, ",")), exit,
-			orDash(truncateRunes(oneLine(note), maxErrorCell)))
-	}
-	return t.flush()
 }
 
 // formatParams is "k1=v1 k2=v2", sorted by key.
