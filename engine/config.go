@@ -21,6 +21,7 @@ type Config struct {
 	Clock          Clock                         // default WallClock
 	Logger         *slog.Logger                  // default slog.Default()
 	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
+	Python         string                        // python tasks' interpreter when they name none; default python3
 	MaxOutputBytes int64                         // ORKWAL_OUTPUT cap; default 1 MiB
 	MaxLogBytes    int64                         // per attempt log cap (head + tail kept); default 10 MiB, negative = none
 	SegmentSize    int                           // WAL segment bytes; default wal.DefaultSegmentSize
@@ -98,7 +99,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.Executors == nil {
-		py := executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger})
+		py := executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger, Interpreter: c.Python})
 		c.Executors = map[string]executors.Executor{
 			"process": executors.NewProcess(executors.ProcessConfig{KillGrace: c.KillGrace, Logger: c.Logger}),
 			"noop":    executors.Noop{},

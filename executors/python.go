@@ -2,6 +2,7 @@ package executors
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	_ "embed" // runner.py
 	"encoding/hex"
@@ -82,6 +83,10 @@ type PythonConfig struct {
 	RunnerDir string
 	// Logger: see ProcessConfig.Logger.
 	Logger *slog.Logger
+	// Interpreter is the Python of tasks that name none (orkwal run
+	// --python, ORKWAL_PYTHON): a name looked up in PATH or a path. ""
+	// = python3. Whichever it is, it is resolved once (python_interp.go).
+	Interpreter string
 }
 
 // Python runs Ork-style Python tasks: it calls a function of a file or
@@ -111,8 +116,9 @@ type PythonConfig struct {
 // are kept; ORK_ATTEMPT, ORK_RUN_ID and the other ORK_* variables are set by
 // the contract environment, so a task reading them runs unchanged.
 type Python struct {
-	cfg  PythonConfig
-	proc *Process
+	cfg     PythonConfig
+	proc    *Process
+	interps interpreters
 
 	mu     sync.Mutex
 	runner string // path of the runner file once written; guarded by mu
@@ -121,7 +127,7 @@ type Python struct {
 // NewPython returns a Python executor, filling the defaults of cfg.
 func NewPython(cfg PythonConfig) *Python {
 	proc := NewProcess(ProcessConfig{KillGrace: cfg.KillGrace, Logger: cfg.Logger})
-	return &Python{cfg: cfg, proc: proc}
+	return &Python{cfg: cfg, proc: proc, interps: interpreters{log: cfg.Logger}}
 }
 
 // runnerSpec is the file runner.py runs (pythonSpecSuffix).
@@ -200,7 +206,11 @@ func (p *Python) prepare(job *Job) (string, error) {
 	if err := os.Remove(spec.ErrorFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", prepFailed(fmt.Errorf("remove stale error file: %w", err))
 	}
-	job.Command = append(p.runnerCommand(p.interpreter(job.Python)), specPath)
+	interpreter, err := p.interpreter(job.Python, job.Workdir)
+	if err != nil {
+		return "", err
+	}
+	job.Command = append(p.runnerCommand(interpreter), specPath)
 	return spec.ErrorFile, nil
 }
 
@@ -264,19 +274,25 @@ func (p *Python) runnerCommand(interpreter []string) []string {
 	return append(interpreter, path)
 }
 
-// interpreter is the argv that starts py's Python: its Interpreter; else,
-// as Ork does, `uv run` in a project (a workflow folder with a
-// pyproject.toml) when uv is installed; else python3.
-func (p *Python) interpreter(py *PythonJob) []string {
-	if py.Interpreter != "" {
-		return []string{py.Interpreter}
-	}
-	if py.Project != "" && hasPyproject(py.Project) {
+// interpreter is the argv that starts py's Python in the folder dir: its
+// Interpreter; else, as Ork does, `uv run` in a project (a workflow folder
+// with a pyproject.toml) when uv is installed; else the configured one
+// (python3 by default). A Python is resolved to the binary it runs, once.
+func (p *Python) interpreter(py *PythonJob, dir string) ([]string, error) {
+	name := py.Interpreter
+	if name == "" && py.Project != "" && hasPyproject(py.Project) {
 		if uv, err := lookPath("uv"); err == nil {
-			return []string{uv, "run", "--project", py.Project, "python3"}
+			return []string{uv, "run", "--project", py.Project, "python3"}, nil
 		}
 	}
-	return []string{"python3"}
+	if name == "" {
+		name = cmp.Or(p.cfg.Interpreter, "python3")
+	}
+	exe, err := p.interps.resolve(name, dir)
+	if err != nil {
+		return nil, err
+	}
+	return []string{exe}, nil
 }
 
 // pyprojects caches, by folder, whether it holds a pyproject.toml: looked

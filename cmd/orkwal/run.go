@@ -32,6 +32,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "workflows", Usage: "a folder whose *.yaml/*.yml files manage their workflows: loaded at boot, on SIGHUP and when they change, all or nothing"},
 			&cli.BoolFlag{Name: "strict-workflows", Usage: "refuse to boot when the --workflows folder has a bad file (by default the daemon serves the versions it had and says why)"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
+			&cli.StringFlag{Name: "python", Value: "python3", EnvVars: []string{"ORKWAL_PYTHON"}, Usage: "the Python of python tasks that name none: a name looked up in PATH or a path, resolved once to the binary it runs"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
@@ -102,7 +103,7 @@ func runDaemon(c *cli.Context) error {
 		return exitf(exitFailure, "listen: %v", err)
 	}
 	eng, err := engine.Open(engine.Config{DataDir: c.String("data"), MaxConcurrent: c.Int("max-concurrent"),
-		Logger: logger, KillGrace: c.Duration("kill-grace"), CompactBytes: c.Int64("compact-bytes"),
+		Logger: logger, KillGrace: c.Duration("kill-grace"), Python: c.String("python"), CompactBytes: c.Int64("compact-bytes"),
 		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes"),
 		Alerts: alerts, AlertBaseURL: publicURL(c, ln), AlertGiveUp: c.Duration("alert-give-up"),
 		AlertMaxBackoff: c.Duration("alert-max-backoff"),
