@@ -91,7 +91,8 @@ type cappedLog struct {
 	ringBytes int64        // bytes ever given to the ring (its write position)
 	ringBase  int64        // the log's length once its head was written
 	crash     *crashPoint  // a test seam for the ring's writes; nil
-	lines     *outputLines // sees every byte of output, in order; nil = none
+	lines     *outputLines // sees every byte of output, in order; made on the first
+	maxOutput int64        // lines' cap
 	err       error        // the first write error; output is dropped after it
 	done      bool         // finish was called
 }
@@ -175,9 +176,10 @@ func (c *cappedLog) take(p []byte) {
 	if c.done {
 		return
 	}
-	if c.lines != nil {
-		c.lines.feed(p) // before the log: a log that failed still has its output line
+	if c.lines == nil {
+		c.lines = newOutputLines(c.maxOutput) // a quiet task never has one
 	}
+	c.lines.feed(p) // before the log: a log that failed still has its output line
 	if c.err != nil {
 		return
 	}

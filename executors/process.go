@@ -431,15 +431,22 @@ func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event
 // orkOutput is the value of the task's last ORK_OUTPUT:<json> line (see
 // outputLines), nil when it wrote none; called once its log is complete.
 func (f finishInfo) orkOutput() ([]byte, error) {
-	if f.out == nil || f.out.lines == nil {
+	switch {
+	case f.out == nil:
 		return nil, nil
-	}
-	if f.out.fileFrom >= 0 {
-		if err := f.out.lines.feedFile(f.logPath, f.out.fileFrom); err != nil {
+	case f.out.capped != nil:
+		if f.out.capped.lines == nil {
+			return nil, nil // it wrote nothing
+		}
+		return f.out.capped.lines.output()
+	case f.out.fileFrom >= 0:
+		lines := newOutputLines(f.out.maxOutput)
+		if err := lines.feedFile(f.logPath, f.out.fileFrom); err != nil {
 			return nil, fmt.Errorf("read the log for %s: %w", orkOutputPrefix, err)
 		}
+		return lines.output()
 	}
-	return f.out.lines.output()
+	return nil, nil
 }
 
 // exitResult turns a wait status into an exit code (-1 when killed by a

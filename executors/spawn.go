@@ -176,19 +176,19 @@ type taskOutput struct {
 	capped  *cappedLog
 	copied  chan struct{} // capped, without the reactor: closed when the copier returned
 	logPath string        // uncapped: the log the child writes to itself
-	// lines finds the ORK_OUTPUT line: fed by the capped log as output
-	// passes, or, uncapped, from the log file at fileFrom once the task
-	// is done; nil without a log (the output goes to the null device).
-	lines    *outputLines
-	fileFrom int64 // uncapped: the log's size when the attempt began; -1 capped
+	// The ORK_OUTPUT line is found by capped.lines as output passes, or,
+	// uncapped, in the log file from fileFrom on once the task is done;
+	// without a log (the output goes to the null device), never.
+	fileFrom  int64 // uncapped: the log's size when the attempt began; -1 capped or no log
+	maxOutput int64 // the cap of an ORK_OUTPUT line
+
 }
 
 // openOutput prepares job's output: see taskOutput.
 func openOutput(job Job) (*taskOutput, error) {
 	if job.LogPath == "" {
-		return &taskOutput{pipeFD: -1}, nil
+		return &taskOutput{pipeFD: -1, fileFrom: -1}, nil
 	}
-	lines := newOutputLines(job.MaxOutputBytes)
 	if job.MaxLogBytes <= 0 {
 		f, err := openLog(job.LogPath)
 		if err != nil {
@@ -199,13 +199,13 @@ func openOutput(job Job) (*taskOutput, error) {
 			f.Close()
 			return nil, fmt.Errorf("open log: %w", err)
 		}
-		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath, lines: lines, fileFrom: from}, nil
+		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath, fileFrom: from, maxOutput: job.MaxOutputBytes}, nil
 	}
 	capped, err := newCappedLog(job.LogPath, job.MaxLogBytes)
 	if err != nil {
 		return nil, err
 	}
-	capped.lines = lines
+	capped.maxOutput = job.MaxOutputBytes
 	// One pipe for stdout and stderr: they interleave as written. Only
 	// our end is non-blocking (O_NONBLOCK belongs to each end's file
 	// description): the child writes to a blocking pipe as usual.
@@ -220,7 +220,7 @@ func openOutput(job Job) (*taskOutput, error) {
 		_ = capped.finish()
 		return nil, fmt.Errorf("create log pipe: %w", os.NewSyscallError("fcntl", err))
 	}
-	return &taskOutput{child: os.NewFile(uintptr(fds[1]), "|1"), pipeFD: fds[0], capped: capped, lines: lines, fileFrom: -1}, nil
+	return &taskOutput{child: os.NewFile(uintptr(fds[1]), "|1"), pipeFD: fds[0], capped: capped, fileFrom: -1}, nil
 }
 
 // spawned is called once the child is running: the child holds its own
