@@ -379,3 +379,24 @@ func TestBrowserLogin(t *testing.T) {
 		t.Fatalf("the token is in the URL %s", u)
 	}
 }
+
+// TestBrowserPagesCloseTheirStreams: going from page to page does not
+// leave event streams open (a browser has six connections per host: the
+// seventh page would wait for ever), nor does a followed log.
+func TestBrowserPagesCloseTheirStreams(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfGated)
+	id := d.trigger("gated")
+	ctx := browse(t)
+	for i := 0; i < 4; i++ {
+		do(t, ctx,
+			chromedp.Navigate(d.url("/ui/runs/"+id+"?task=gate")),
+			chromedp.WaitVisible(css(node("gate", "running"))),
+			chromedp.WaitVisible(css(`#live.on`)),
+			until(`document.querySelector("#log-state").textContent.includes("following")`),
+			chromedp.Navigate(d.url("/ui/")),
+			chromedp.WaitVisible(css(`#workflows tr[data-workflow="gated"]`)),
+			chromedp.WaitVisible(css(`#live.on`)),
+		)
+	}
+}

@@ -88,6 +88,7 @@ if [ "$ONLY" != wal ]; then
 	pkgbench backlog ./api/ -bench '^(BenchmarkBacklogBursts|BenchmarkMetricsBacklog)$' -benchtime="$ENGINE_TIME"
 	# Issue 23: 20 pages following /events against none, in the same run.
 	pkgbench "event followers" ./api/ -bench '^BenchmarkEventFollowers$' -benchtime=3x -count="$ENGINE_COUNT"
+	pkgbench "web pages" ./api/ -bench '^BenchmarkUIPages$' -benchtime=1x
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
 	pkgbench dagu ./cmd/orkwal/ -bench '^BenchmarkDagu$' -benchtime="$ENGINE_TIME" -count="$DAGU_COUNT"

@@ -108,7 +108,13 @@ function showLogin(message) {
 // live follows /events with query, calling onEvent for each event and
 // onReset when the page must reload everything (a reset event, or a
 // stream the browser gave up on and that is opened anew).
-function live(query, onEvent, onReset) {
+// drawn marks when the page first shows its data (performance mark
+// orkwal-drawn: the benchmark's "usable").
+function drawn() {
+  if (!performance.getEntriesByName('orkwal-drawn').length) performance.mark('orkwal-drawn');
+}
+
+function live(query, onEvent, onReset, reloadOnOpen) {
   const el = $('#live');
   const seen = window.orkwalEvents = []; // the ids received, latest 10,000 at most (tests, debugging)
   let es = null;
@@ -129,10 +135,14 @@ function live(query, onEvent, onReset) {
       if (es.readyState === EventSource.CLOSED) setTimeout(() => open(true), 2000);
     };
   };
+  // Closed when the page is left: a page kept in the back/forward cache
+  // would hold its stream, and a browser has six connections per host.
+  window.addEventListener('pagehide', () => { if (es) es.close(); es = null; });
+  window.addEventListener('pageshow', (e) => { if (e.persisted) open(true); });
   // Opened after the page's load event: a page read once (a crawler, a
   // headless --dump-dom) is complete without waiting for the stream.
-  if (document.readyState === 'complete') open(false);
-  else window.addEventListener('load', () => open(false), { once: true });
+  if (document.readyState === 'complete') open(!!reloadOnOpen);
+  else window.addEventListener('load', () => open(!!reloadOnOpen), { once: true });
 }
 
 // debounce calls fn at most once per ms (trailing); delay may be a function.
@@ -265,6 +275,7 @@ const pageWorkflows = catching(async () => {
     const [a, b] = await Promise.all([api('/workflows'), api('/summary')]);
     wfs = a.body; sum = b.body.workflows || {};
     draw();
+    drawn();
   });
   search.addEventListener('input', () => { setQuery({ q: search.value }); draw(); });
   await load();
@@ -371,6 +382,7 @@ const pageRuns = catching(async () => {
     pager.replaceChildren(
       cur.cursor ? h('a', { href: '#', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: '' }, true); load(); } }, '« Newest') : '',
       next ? h('a', { href: '#', id: 'older', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: next }, true); load(); } }, 'Older »') : '');
+    drawn();
   });
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -439,11 +451,13 @@ const pageRun = catching(async (id) => {
   // The server puts the run in the page: the first draw needs no request.
   const initial = $('#initial-run');
   if (initial) {
-    try { st.run = JSON.parse(initial.textContent); openSelected(); draw(); } catch (e) { st.run = null; }
+    try { st.run = JSON.parse(initial.textContent); openSelected(); draw(); drawn(); } catch (e) { st.run = null; }
   }
-  await load();
+  // Without the run in the page, it is fetched now; with it, once the
+  // stream is open (what changed in between is then read).
+  if (!st.run) { await load(); drawn(); }
   // A big fan-out refreshes at most once a second, a small run at once.
-  live('?run=' + id, debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100)), load);
+  live('?run=' + id, debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100)), load, !!initial);
 });
 
 function isFanout(run, t) { return t.instance == null && (t.instances > 0 || run.tasks.some((x) => x.task === t.name && x.instance != null)); }
@@ -581,6 +595,8 @@ function drawPanel(st, panel) {
   }
 }
 
+window.addEventListener('pagehide', () => document.dispatchEvent(new Event('orkwal-leave')));
+
 function stopLog(st) {
   if (st.log && st.log.abort) st.log.abort.abort();
   st.log = null;
@@ -595,6 +611,7 @@ async function openLog(st, t, attempt, panel, el) {
   el.textContent = '';
   const follow = attempt === t.attempt && ['dispatched', 'running'].includes(t.status);
   const abort = new AbortController();
+  document.addEventListener('orkwal-leave', () => abort.abort(), { once: true });
   const log = { task: t.name, attempt, el, abort, open: follow, state: follow ? 'following live…' : '' };
   st.log = log;
   $('#attempts') && $('#attempts').querySelectorAll('button').forEach((b) => b.classList.toggle('primary', +b.dataset.attempt === attempt));
@@ -649,6 +666,7 @@ const pageWorkflow = catching(async (name) => {
       h('table', {}, h('tbody', {}, runs.body.length ? runs.body.map(runRow) : h('tr', {}, h('td', { class: 'muted' }, 'no runs yet')))),
       h('h2', {}, 'Source of version ', wf.version),
       h('pre', { id: 'source' }, wf.source || '(applied without its YAML source)'));
+    drawn();
   });
   await load();
   live('?workflow=' + encodeURIComponent(name), debounce(load, 500), load);
