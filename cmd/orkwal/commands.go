@@ -31,7 +31,7 @@ const pollInterval = 200 * time.Millisecond
 func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
-		showCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(),
+		showCommand(), watchCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(),
 		scheduleCommand(), alertsCommand(),
 		completionCommand(),
 	}
@@ -366,77 +366,6 @@ func triggerAction(c *cli.Context) error {
 		return nil
 	}
 	return s.wait(created.ID)
-}
-
-// wait follows a run to its end: progress lines and the outcome, or the final
-// run JSON with -o json.
-func (s *session) wait(id string) error {
-	var prog watcher
-	if !s.json {
-		fmt.Fprintln(s.out, id)
-		if s.tty {
-			prog = newLiveView(s.out, terminalSize(s.out))
-		} else {
-			prog = newProgress(s.out)
-		}
-	}
-	run, raw, err := s.follow(id, prog)
-	if err != nil {
-		return fmt.Errorf("follow run %s: %w", id, err)
-	}
-	if s.json {
-		if err := s.writeRaw(raw); err != nil {
-			return err
-		}
-	} else {
-		writeOutcome(s.out, run)
-	}
-	if run.Status != "success" {
-		return exitf(exitFailure, "run %s %s", id, run.Status)
-	}
-	return nil
-}
-
-// finished reports a run status that no longer changes.
-func finished(status string) bool {
-	return status == "success" || status == "failed" || status == "cancelled"
-}
-
-// watcher is told every state of a followed run: progress lines, or a live
-// view on a terminal.
-type watcher interface{ update(engine.RunView) }
-
-// follow waits until the run has ended and returns its last state,
-// decoded and raw. prog, when not nil, is told every state seen: the run
-// is polled every pollInterval. Without one, the daemon answers when the run
-// has ended (GET /runs/{id}?wait, a request per followWait).
-func (s *session) follow(id string, prog watcher) (engine.RunView, []byte, error) {
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	path := "/runs/" + url.PathEscape(id)
-	if prog == nil {
-		path += "?wait=" + followWait.String()
-	}
-	for {
-		var run engine.RunView
-		raw, err := s.cl.get(s.ctx, path, &run)
-		if err != nil {
-			return run, nil, err
-		}
-		if prog != nil {
-			prog.update(run)
-		}
-		if finished(run.Status) {
-			return run, raw, nil
-		}
-		// After a wait, the ticker has ticked: no pause, unless the daemon
-		// answered early (it is stopping).
-		select {
-		case <-s.ctx.Done():
-			return run, nil, s.ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // runStatuses are the statuses a run can have, for --status.
