@@ -126,7 +126,10 @@ func judgeFrame(v entryView, start, n int, index uint64) tailVerdict {
 	}
 	v.end = end
 	if end <= len(v.data) && v.allKnown(v.off, end) {
-		_, _, err := decodeFrame(v.data[start:end])
+		got, _, err := decodeFrame(v.data[start:end])
+		if err == nil {
+			err = fmt.Errorf("it is a whole frame for index %d", got)
+		}
 		return tailVerdict{reason: fmt.Sprintf("every sector of it was written, and it does not check (%v)", err)}
 	}
 	if why := v.structure(start, end, index); why != "" {
