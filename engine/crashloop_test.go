@@ -108,8 +108,8 @@ func openDelayed(t *testing.T, dir string, ex executors.Executor) *Engine {
 // dispatched but never started does not count toward the crash-loop limit,
 // however many crashes in a row (before, the third failed the task, which
 // had never run); a task that starts and takes the box down is still
-// stopped: the attempt after a crash has its start recorded at once, so
-// each crash it causes counts.
+// stopped: the attempt after a crash is held until its start is recorded
+// (at once, not deferred), so each crash it causes counts.
 func TestCrashLoopCountsOnlyStartedAttempts(t *testing.T) {
 	t.Run("never started", func(t *testing.T) {
 		dir := t.TempDir()
@@ -146,8 +146,16 @@ func TestCrashLoopCountsOnlyStartedAttempts(t *testing.T) {
 			if crashes > 2*replay.MaxInterruptions {
 				t.Fatalf("a task that took the box down %d times still runs", crashes-1)
 			}
-			m.next()
-			waitFor(t, e, "its start recorded at once", func() bool { return taskView(e, id, "t").Status == "running" })
+			j := m.next()
+			if j.Hold == nil {
+				t.Fatalf("attempt %d after a crash is not held", j.Attempt)
+			}
+			if !<-j.Hold { // the task would run now: its start must be durable
+				t.Fatalf("attempt %d: held back, want let run", j.Attempt)
+			}
+			if frameOf(t, dir, "task_started", id, j.Attempt) == 0 {
+				t.Fatalf("attempt %d let run before its task_started was durable", j.Attempt)
+			}
 			crash(e)
 		}
 		e.Close()

@@ -41,6 +41,8 @@ type Engine struct {
 	// recorded at once (see deferStarted), so that a task that takes the
 	// box down again is seen to have started, and counts.
 	crashed map[string]bool
+	// heldStarts: held attempts whose task_started waits in pendingStarted.
+	heldStarts []*attempt
 	// notRunCount: attempts of a task in a row the daemon could not
 	// prepare (task id → count), for the backoff (see decideNotRun).
 	notRunCount map[string]int
@@ -116,12 +118,14 @@ type attempt struct {
 	exec         execHandle // set by the launcher once the executor started it
 	scratch      string     // prefix of its scratch files (executors.Job.Scratch); "" for none
 	dispatchedAt int64
-	eager        bool   // its start is recorded at once, not deferred (see Engine.crashed)
-	started      bool   // the executor reported Started
-	lastBeat     int64  // last Started or Heartbeat report
-	stopped      bool   // the engine asked it to stop for a shutdown: not an outcome
-	failReason   string // the engine stopped it for this reason (timeout, heartbeat, never started)
-	cancelled    bool   // stopped because its run is being cancelled
+	eager        bool      // its start is recorded at once, not deferred, and it is held (hold.go)
+	hold         chan bool // a held attempt's go (executors.Job.Hold), sent once by release
+	released     bool      // hold was sent
+	started      bool      // the executor reported Started
+	lastBeat     int64     // last Started or Heartbeat report
+	stopped      bool      // the engine asked it to stop for a shutdown: not an outcome
+	failReason   string    // the engine stopped it for this reason (timeout, heartbeat, never started)
+	cancelled    bool      // stopped because its run is being cancelled
 }
 
 // stopReason is why the engine stops the attempt, for its log's last

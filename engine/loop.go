@@ -55,6 +55,7 @@ type turnOutput struct {
 	starts   []*start
 	stops    []*attempt // attempts to stop (deadline, cancel)
 	scratch  []string   // scratch files (prefixes) of finished attempts, removed after commit
+	release  []*attempt // held attempts whose task_started this frame carries (hold.go)
 	progress bool       // something was dispatched or decided
 	wake     int64      // earliest not_before seen in the future
 	index    uint64     // the WAL index the records were committed at
@@ -193,6 +194,8 @@ func (e *Engine) turn(evs []event) *turnOutput {
 			e.decideSent(ev.sent, now, out)
 		case e.poison.Load() != nil:
 			e.pendingStarted = nil
+			releaseAll(e.heldStarts, false)
+			e.heldStarts = nil
 			e.forgetExec(ev.exec, out)
 		case ev.exec.Kind == executors.Started:
 			e.deferStarted(ev.exec, now)
@@ -310,6 +313,7 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	out.recs = append(out.recs, rec)
 	out.progress = true
 	if ev.Kind == executors.Finished {
+		a.release(false)
 		e.observeFinish(a, now)
 		delete(e.attempts, ev.TaskID)
 		e.inflight--
@@ -350,6 +354,7 @@ func (e *Engine) deferStarted(ev *executors.Event, now int64) {
 	e.pendingStarted = append(e.pendingStarted, &replay.TaskStarted{TaskRef: a.ref, Attempt: a.number, PID: ev.PID, StartTime: ev.StartTime, At: now})
 	if a.eager {
 		e.startedFired = true // this turn commits it
+		e.heldStarts = append(e.heldStarts, a)
 	}
 	if len(e.pendingStarted) == 1 {
 		if e.startedTimer == nil {
@@ -387,6 +392,8 @@ func (e *Engine) flushStarted(out *turnOutput) {
 	}
 	clear(e.pendingStarted)
 	e.pendingStarted = e.pendingStarted[:0]
+	out.release = append(out.release, e.heldStarts...)
+	e.heldStarts = nil
 }
 
 // finishRecord records an attempt's outcome; an attempt the engine stopped
@@ -422,6 +429,7 @@ func (e *Engine) forget(taskID string, number int, out *turnOutput) {
 	if a == nil || a.number != number {
 		return
 	}
+	a.release(false)
 	delete(e.attempts, taskID)
 	e.inflight--
 	out.scratch = append(out.scratch, a.scratch)
@@ -445,10 +453,7 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		out.progress = true
 		e.observeDispatch(t, now)
 		s := e.prepare(t, now)
-		if e.crashed[s.job.TaskID] {
-			s.att.eager = true
-			delete(e.crashed, s.job.TaskID)
-		}
+		e.holdIfCrashed(s)
 		out.starts = append(out.starts, s)
 		e.attempts[s.job.TaskID] = s.att
 		e.armDeadlines(s.att, now)
@@ -609,6 +614,8 @@ func (e *Engine) append(out *turnOutput) bool {
 	out.sends, out.logs = nil, nil
 	e.inflight = len(e.attempts)
 	out.starts, out.stops = nil, nil
+	releaseAll(out.release, false) // their start is not durable: they never run
+	out.release = nil
 	return false
 }
 
@@ -639,6 +646,7 @@ func (e *Engine) effects(out *turnOutput) {
 	if len(out.recs) > 0 {
 		e.notify()
 		e.wakeWaiters()
+		releaseAll(out.release, true) // their task_started is durable
 	}
 	for _, log := range out.logs {
 		log()

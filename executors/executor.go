@@ -81,6 +81,15 @@ type Job struct {
 	// Python is set for the python executor (see PythonJob); Command is then
 	// ignored: the executor builds it.
 	Python *PythonJob
+	// Hold, when set, holds a process task back once it is spawned (its
+	// Started reported) until a value comes on it: true, the task's
+	// program runs (exec'd by a shell in its place: same pid); false, or
+	// the daemon gone, it exits 125 without running (see holdScript). The
+	// engine holds an attempt it runs after a crash interrupted its task
+	// until its task_started is durable (docs/reliability.md, "The
+	// crash-loop rule"). Process and python tasks only; the engine sends
+	// one value, and others ignore it.
+	Hold <-chan bool
 	// HTTP is set for the http executor (see HTTPJob).
 	HTTP *HTTPJob
 }

@@ -148,7 +148,18 @@ func (pp *preparedProcess) Abort() {
 // Start spawns the prepared job: see Process.Start.
 func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 	p, job, files, out := pp.p, pp.job, pp.files, pp.out
-	c, err := spawn(pp.path, job.Command, job.Workdir, buildEnv(os.Environ(), job, files), out)
+	path, argv := pp.path, job.Command
+	var held *heldStart
+	if job.Hold != nil {
+		var err error
+		if held, err = holdBack(path, argv); err != nil {
+			out.abort()
+			return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], spawnFailed(err))
+		}
+		path, argv = held.path, held.argv
+	}
+	c, err := spawn(path, argv, job.Workdir, buildEnv(os.Environ(), job, files), out, held.childEnd())
+	held.spawned(job.Hold, err == nil)
 	if err != nil {
 		out.abort()
 		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], spawnFailed(err))

@@ -36,9 +36,10 @@ var nullDevice = sync.OnceValues(func() (*os.File, error) {
 
 // spawn starts path with argv in its own process group (pgid == pid), with
 // SIGKILL as its parent-death signal, stdin on the null device and stdout
-// and stderr on out's child end (the null device if none). The caller then
-// closes its copy of out's child end, whatever the outcome.
-func spawn(path string, argv []string, dir string, env []string, out *taskOutput) (*child, error) {
+// and stderr on out's child end (the null device if none), and fd3, if
+// any, as its descriptor 3. The caller then closes its copy of out's child
+// end, whatever the outcome.
+func spawn(path string, argv []string, dir string, env []string, out *taskOutput, fd3 *os.File) (*child, error) {
 	null, err := nullDevice()
 	if err != nil {
 		return nil, err
@@ -58,9 +59,13 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 			PidFD:     &pidfd,
 		},
 	}
+	if fd3 != nil {
+		attr.Files = append(attr.Files, fd3.Fd())
+	}
 	pid, err := syscall.ForkExec(path, argv, attr)
 	runtime.KeepAlive(null)
 	runtime.KeepAlive(stdout)
+	runtime.KeepAlive(fd3)
 	if err != nil {
 		return nil, spawnError(path, dir, err)
 	}
