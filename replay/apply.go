@@ -352,13 +352,17 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	if !r.Clean && !r.Unstarted && !r.NotRun {
 		t.Interruptions++
 	}
+	if r.NotRun {
+		t.Error = r.Reason // the attempt's end says why it did not start
+	}
 	t.attemptEnded("interrupted", r.At)
 	switch {
 	case t.Run.CancelRequested:
 		t.Error = "cancelled"
 		s.cancel(t, r.At)
 	case r.NotRun:
-		t.Status, t.Error, t.NotBefore = Pending, r.Reason, r.NotBefore
+		s.setTask(t, Pending)
+		t.NotBefore = r.NotBefore
 		s.ready.push(t)
 	case t.Spec().OnInterrupt == "fail":
 		t.Error, t.ExitCode = "interrupted, and on_interrupt is fail: not run again", -1

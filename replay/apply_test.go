@@ -129,6 +129,30 @@ func TestUnstartedInterruptionsDoNotCount(t *testing.T) {
 	}
 }
 
+// TestNotRunAttemptRunsAgain: an attempt the daemon could not prepare
+// goes back to pending with the reason and the engine's not_before,
+// spending no retry and counting no interruption, and the counts by
+// status follow it (they kept it dispatched before: /metrics counted a
+// task in flight that was waiting).
+func TestNotRunAttemptRunsAgain(t *testing.T) {
+	s := New()
+	r := run1(s, t)
+	a := TaskRef{Run: "r1", Task: 0}
+	mustApply(t, s, &TaskDispatched{TaskRef: a, Attempt: 1, At: 10},
+		&TaskInterrupted{TaskRef: a, Attempt: 1, Clean: true, NotRun: true, Reason: "write input: no space left on device", NotBefore: 1010, At: 10})
+	task := r.Tasks[0]
+	if task.Status != Pending || task.NotBefore != 1010 || task.Error != "write input: no space left on device" ||
+		task.Failures != 0 || task.Interruptions != 0 {
+		t.Fatalf("after an attempt not run: %+v", task)
+	}
+	if got := s.TaskCounts(); got[Pending] != 4 || got[Dispatched] != 0 {
+		t.Fatalf("task counts %v, want the 4 tasks pending", got)
+	}
+	if h := task.Attempts; len(h) != 1 || h[0].Error != "write input: no space left on device" {
+		t.Fatalf("attempt history %+v, want the attempt with why it did not start", h)
+	}
+}
+
 func TestInvalidRecordsAreRejectedWithoutChange(t *testing.T) {
 	s := New()
 	run1(s, t)
