@@ -158,8 +158,7 @@ func TestAlertReceiverDownForAMinute(t *testing.T) {
 	start := clock.Now()
 	rcv := newReceiver(t, func() bool { return clock.Now().Sub(start) < time.Minute })
 	m := newManual(t, dir)
-	e := openAlerting(t, dir, clock, m, nil)
-	defer e.Close()
+	e := openAlerting(t, dir, clock, m, nil) // closed by sameAfterReplay
 	spec := hookSpec("w", rcv.srv.URL+"/hook", workflow.EventFailure, workflow.EventRetry)
 	spec.Tasks[0].Retries = 1
 	put(t, e, spec)
@@ -204,6 +203,28 @@ func TestAlertReceiverDownForAMinute(t *testing.T) {
 	}
 	if st := e.Stats(); st.AlertsSent != 2 || st.AlertsFailed < 12 || st.AlertsRaised != 2 {
 		t.Errorf("metrics: sent %d failed %d raised %d", st.AlertsSent, st.AlertsFailed, st.AlertsRaised)
+	}
+	sameAfterReplay(t, e, dir, clock, false)
+}
+
+// sameAfterReplay checks invariant 1 with alerts in the state: the live
+// state's hash equals the state rebuilt from the WAL (crashed) or from the
+// snapshot a clean shutdown writes.
+func sameAfterReplay(t *testing.T, e *Engine, dir string, clock *fakeClock, clean bool) {
+	t.Helper()
+	live, err := e.StateHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clean {
+		e.Close()
+	} else {
+		crash(e)
+	}
+	back := openAlerting(t, dir, clock, newManual(t, dir), nil)
+	defer back.Close()
+	if h, _ := back.StateHash(); h != live {
+		t.Errorf("state after replay (clean shutdown: %v) differs from the live state", clean)
 	}
 }
 
@@ -274,8 +295,7 @@ func TestAlertStormThrottled(t *testing.T) {
 	dir, clock := t.TempDir(), &fakeClock{}
 	rcv := newReceiver(t, nil)
 	m := newManual(t, dir)
-	e := openAlerting(t, dir, clock, m, func(c *Config) { c.AlertThrottle = 2 })
-	defer e.Close()
+	e := openAlerting(t, dir, clock, m, func(c *Config) { c.AlertThrottle = 2 }) // closed by sameAfterReplay
 	put(t, e, hookSpec("w", rcv.srv.URL, workflow.EventFailure))
 	var ids []string
 	for range 5 {
@@ -308,6 +328,7 @@ func TestAlertStormThrottled(t *testing.T) {
 	if got := rcv.accepted(); len(got) != 3 {
 		t.Fatalf("the receiver got %v, want 2 alerts and a summary", got)
 	}
+	sameAfterReplay(t, e, dir, clock, true)
 }
 
 // TestAlertGivenUp: a receiver that never accepts is given up once the
