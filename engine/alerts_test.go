@@ -491,3 +491,31 @@ func TestAlertTimersSleepWhileTheWALIsFailed(t *testing.T) {
 		return runAlerts(e, id)[0].Deliveries[0].Status == "delivered"
 	})
 }
+
+// jumpyClock moves itself 1 s forward at every read of Now, as a test
+// moving the clock between the loop's reading of the time and its arming
+// of a timer does.
+type jumpyClock struct{ *fakeClock }
+
+func (c jumpyClock) Now() time.Time {
+	now := c.fakeClock.Now()
+	c.fakeClock.Advance(time.Second)
+	return now
+}
+
+// TestWakeArmedForItsInstant: the loop's wake-up is armed for the instant
+// it is due, whatever the clock did meanwhile: a test that moves the clock
+// to that instant wakes the loop (with After(due - Now()), the wake-up
+// came a second late here, and a test waiting at that instant waited for
+// good).
+func TestWakeArmedForItsInstant(t *testing.T) {
+	c := jumpyClock{&fakeClock{}}
+	due := c.fakeClock.Now().Add(10 * time.Second)
+	ch := atInstant(c, due.UnixNano())
+	c.fakeClock.Advance(due.Sub(c.fakeClock.Now()))
+	select {
+	case <-ch:
+	default:
+		t.Fatal("the wake-up did not fire at its instant")
+	}
+}

@@ -53,6 +53,20 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// At fires once the clock reaches t (see instantClock).
+func (c *fakeClock) At(t time.Time) <-chan time.Time {
+	c.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if !t.After(c.now) {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, fakeWaiter{at: t, ch: ch})
+	return ch
+}
+
 // Advance moves the clock and fires due timers.
 func (c *fakeClock) Advance(d time.Duration) {
 	now := c.Now().Add(d)

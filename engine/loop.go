@@ -165,7 +165,7 @@ func (e *Engine) armWake(notBefore int64) {
 		return
 	}
 	e.wakeAt = wake
-	e.wakeCh = e.cfg.Clock.After(time.Duration(wake - e.cfg.Clock.Now().UnixNano()))
+	e.wakeCh = atInstant(e.cfg.Clock, wake)
 }
 
 func (e *Engine) canDispatch() bool {
