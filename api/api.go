@@ -126,6 +126,7 @@ func (s *Server) register() {
 	s.handle("GET /schema/workflow.json", serveWorkflowSchema)
 	s.handle("GET /workflows", s.listWorkflows)
 	s.handle("POST /workflows", s.putWorkflow)
+	s.handle("POST /workflows/batch", s.putWorkflows)
 	s.handle("GET /workflows/{name}", s.getWorkflow)
 	s.handle("DELETE /workflows/{name}", s.deleteWorkflow)
 	s.handle("POST /workflows/{name}/runs", s.triggerRun)

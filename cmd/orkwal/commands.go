@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,8 +67,8 @@ func outputFlag() cli.Flag {
 func applyCommand() *cli.Command {
 	return clientCommand(&cli.Command{
 		Name:      "apply",
-		Usage:     "validate a workflow file and record it in the daemon as the workflow's new version",
-		ArgsUsage: "FILE",
+		Usage:     "validate workflow files (a folder: its *.yaml and *.yml) and record them in the daemon as their workflows' new versions, all or none",
+		ArgsUsage: "FILE|FOLDER...",
 		Action:    applyAction,
 	}, true)
 }
@@ -258,39 +257,6 @@ func startRunSession(c *cli.Context, minArgs, maxArgs int) (*session, []string, 
 func (s *session) writeRaw(data []byte) error {
 	if _, err := s.out.Write(data); err != nil {
 		return exitf(exitFailure, "write output: %v", err)
-	}
-	return nil
-}
-
-func applyAction(c *cli.Context) error {
-	s, args, err := startSession(c, 1, 1)
-	if err != nil {
-		return err
-	}
-	file := args[0]
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return exitf(exitFailure, "%s: %v", file, err)
-	}
-	// The daemon checks it again, the same way (engine.CheckWorkflow).
-	wf := engine.ReadWorkflowFile(file)
-	if wf.Err != nil {
-		return exitf(exitFailure, "%v", wf.Err)
-	}
-	data := []byte(wf.Source)
-	// The daemon resolves the workflow's relative paths against the file's
-	// folder, as for --workflows (it runs on the same machine).
-	var view engine.WorkflowView
-	status, _, err := s.cl.call(s.ctx, request{method: http.MethodPost, path: "/workflows",
-		contentType: "application/yaml", body: data,
-		header: http.Header{api.WorkflowFileHeader: {abs}}}, &view)
-	if err != nil {
-		return fmt.Errorf("apply %s: %w", file, err)
-	}
-	if status == http.StatusCreated {
-		fmt.Fprintf(s.out, "workflow %s: version %d recorded\n", view.Name, view.Version)
-	} else {
-		fmt.Fprintf(s.out, "workflow %s: unchanged (version %d)\n", view.Name, view.Version)
 	}
 	return nil
 }
