@@ -100,4 +100,3 @@ func applyFiles(args []string) ([]engine.FolderFile, error) {
 	}
 	return out, nil
 }
-
