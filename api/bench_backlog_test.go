@@ -85,6 +85,7 @@ func BenchmarkMetricsBacklog(b *testing.B) {
 		{"metrics-ms", "/metrics"},
 		{"healthz-ms", "/healthz"},
 		{"workflows-ms", "/workflows"},
+		{"summary-ms", "/summary"},
 		{"runs-ms", "/runs?workflow=load&status=pending&limit=100"},
 		{"runs-cursor-ms", ""}, // the second page, through the first's cursor
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -107,39 +108,19 @@ func parseRunsQuery(q url.Values) (runsQuery, error) {
 	return rq, nil
 }
 
-// pageRuns selects one page from runs (newest first): those matching q after
-// q's cursor, at most q.limit, and whether more follow.
-func pageRuns(runs []engine.RunView, q runsQuery) (page []engine.RunView, more bool) {
-	start := 0
+// engineQuery is the engine's query for q.
+func (q runsQuery) engineQuery() engine.RunQuery {
+	eq := engine.RunQuery{Workflow: q.workflow, Status: q.status, Limit: q.limit}
+	switch maxTime := time.Unix(0, math.MaxInt64); {
+	case q.since.After(maxTime): // past 2262: UnixNano would overflow
+		eq.Since = math.MaxInt64
+	case q.since.After(time.Unix(0, 0)):
+		eq.Since = q.since.UnixNano()
+	}
 	if q.after != nil {
-		start = len(runs)
-		found := false
-		for i, r := range runs {
-			if r.ID == q.after.id {
-				start, found = i+1, true
-				break
-			}
-		}
-		if !found { // the run is gone: go on from its creation time
-			for i, r := range runs {
-				if r.CreatedAt.UnixNano() < q.after.at {
-					start = i
-					break
-				}
-			}
-		}
+		eq.AfterID, eq.AfterAt = q.after.id, q.after.at
 	}
-	page = []engine.RunView{}
-	for _, r := range runs[start:] {
-		if (!q.since.IsZero() && r.CreatedAt.Before(q.since)) || (q.workflow != "" && r.Workflow != q.workflow) || (q.status != "" && r.Status != q.status) {
-			continue
-		}
-		if len(page) == q.limit {
-			return page, true
-		}
-		page = append(page, r)
-	}
-	return page, false
+	return eq
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
@@ -153,14 +134,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	f := engine.RunFilter{Workflow: rq.workflow}
-	if rq.after == nil && rq.status == "" && rq.since.IsZero() {
-		f.Limit = rq.limit + 1 // the first page needs no more than this from the engine
-	}
-	// TODO(engine): Runs copies every run of the workflow to serve a page
-	// after a cursor or with status/since; a RunFilter with Status, Since
-	// and After (a run id) would make this O(page).
-	page, more := pageRuns(s.eng.Runs(f), rq)
+	page, more := s.eng.RunPage(rq.engineQuery()) // O(log n + limit)
 	if more {
 		next := page[len(page)-1]
 		c := cursor{at: next.CreatedAt.UnixNano(), id: next.ID}.encode()

@@ -154,22 +154,23 @@ func TestRunsFiltersAndCursor(t *testing.T) {
 // TestPageRunsCursorOfAGoneRun: a cursor whose run no longer exists goes on
 // from the runs created before it.
 func TestPageRunsCursorOfAGoneRun(t *testing.T) {
-	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	var runs []engine.RunView // newest first
-	for i := 9; i >= 0; i-- {
-		runs = append(runs, engine.RunView{ID: "run-" + string(rune('0'+i)), CreatedAt: base.Add(time.Duration(i) * time.Second), Status: "success"})
+	f := newFixture(t)
+	f.put("name: w\ntasks:\n  t: {executor: noop}\n")
+	for i := 0; i < 10; i++ {
+		f.trigger("w")
 	}
-	gone := &cursor{at: base.Add(5*time.Second + time.Millisecond).UnixNano(), id: "01a20513-4449-7a72-88e6-f0b8c447588e"}
-	page, more := pageRuns(runs, runsQuery{limit: 3, after: gone})
-	if got := strings.Join(ids(page), ","); got != "run-5,run-4,run-3" || !more {
-		t.Fatalf("after a gone run: %s more=%v", got, more)
+	runs := f.eng.Runs(engine.RunFilter{}) // newest first
+	gone := "01a20513-4449-7a72-88e6-f0b8c447588e"
+	page, more := f.eng.RunPage(runsQuery{limit: 3, after: &cursor{at: runs[4].CreatedAt.UnixNano() + 1, id: gone}}.engineQuery())
+	if got, want := strings.Join(ids(page), ","), strings.Join(ids(runs[4:7]), ","); got != want || !more {
+		t.Fatalf("after a gone run: %s more=%v, want %s", got, more, want)
 	}
-	page, more = pageRuns(runs, runsQuery{limit: 3, after: &cursor{at: base.UnixNano() - 1, id: gone.id}})
+	page, more = f.eng.RunPage(runsQuery{limit: 3, after: &cursor{at: runs[9].CreatedAt.UnixNano(), id: gone}}.engineQuery())
 	if len(page) != 0 || more {
 		t.Fatalf("after the oldest: %v %v", ids(page), more)
 	}
 	// Round trip of the encoding.
-	c := cursor{at: 1234567890123456789, id: gone.id}
+	c := cursor{at: 1234567890123456789, id: gone}
 	back, err := decodeCursor(c.encode())
 	if err != nil || *back != c {
 		t.Fatalf("cursor round trip: %+v %v", back, err)
@@ -205,5 +206,33 @@ func TestRunsByIDPrefix(t *testing.T) {
 		if code, body := f.do("GET", "/runs?"+q, ""); code != 400 || !strings.Contains(body, "id_prefix") && !strings.Contains(body, "limit") {
 			t.Errorf("GET /runs?%s: %d %s, want 400 naming it", q, code, body)
 		}
+	}
+}
+
+// TestSummaryCountsRunsByWorkflowAndStatus: GET /summary gives each
+// workflow's runs by status and its newest run, from the counts the state
+// keeps.
+func TestSummaryCountsRunsByWorkflowAndStatus(t *testing.T) {
+	f := newFixture(t)
+	f.put("name: ok\ntasks:\n  t: {executor: noop}\n")
+	f.put("name: wait\ntasks:\n  t: {executor: noop, delay: 1h}\n")
+	f.waitRun(f.trigger("ok"))
+	last := f.trigger("ok")
+	f.waitRun(last)
+	f.trigger("wait")
+	waiting := f.trigger("wait")
+	code, body := f.do("GET", "/summary", "")
+	var sum struct {
+		Workflows map[string]engine.WorkflowRuns
+	}
+	if err := json.Unmarshal([]byte(body), &sum); code != 200 || err != nil {
+		t.Fatalf("%d %s %v", code, body, err)
+	}
+	got := sum.Workflows
+	if c := got["ok"].Counts; len(c) != 1 || c["success"] != 2 || got["ok"].Last.ID != last {
+		t.Errorf("ok: %+v, last %v; want 2 success, last %s", c, got["ok"].Last, last)
+	}
+	if c := got["wait"].Counts; len(c) != 1 || c["pending"] != 2 || got["wait"].Last.ID != waiting {
+		t.Errorf("wait: %+v; want 2 pending, last %s", c, waiting)
 	}
 }

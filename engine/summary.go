@@ -8,21 +8,22 @@ type WorkflowRuns struct {
 }
 
 // RunSummary summarises the retained runs by workflow (a deleted
-// workflow's runs too). It reads every run once: a page's worth of work
-// for the few thousand runs retention keeps, not a hot path.
+// workflow's runs too). It reads the counts the state keeps per workflow
+// and status: O(workflows × statuses), whatever the number of runs.
 func (e *Engine) RunSummary() map[string]*WorkflowRuns {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	out := map[string]*WorkflowRuns{}
-	for i := len(e.state.RunList) - 1; i >= 0; i-- {
-		r := e.state.RunList[i]
-		s := out[r.Workflow]
-		if s == nil {
-			v := e.viewRun(r, false)
-			s = &WorkflowRuns{Counts: map[string]int{}, Last: &v}
-			out[r.Workflow] = s
+	e.state.RunWorkflows(func(wf string) {
+		s := &WorkflowRuns{Counts: map[string]int{}}
+		for _, st := range runStatuses {
+			if n := e.state.RunCount(wf, st); n > 0 {
+				s.Counts[string(st)] = n
+			}
 		}
-		s.Counts[string(r.Status)]++
-	}
+		v := e.viewRun(e.state.NewestRun(wf), false)
+		s.Last = &v
+		out[wf] = s
+	})
 	return out
 }

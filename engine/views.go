@@ -232,22 +232,52 @@ type RunFilter struct {
 	Limit    int // newest first; 0 = no limit
 }
 
-// Runs lists runs newest first, without their tasks.
+// Runs lists runs newest first, without their tasks: O(Limit) (see RunPage).
 func (e *Engine) Runs(f RunFilter) []RunView {
+	page, _ := e.RunPage(RunQuery{Workflow: f.Workflow, Limit: f.Limit})
+	return page
+}
+
+// RunQuery selects a page of runs, newest first: those of Workflow and of
+// Status ("" = any) created at or after Since (0 = any) and after the run
+// AfterID, or, when that run is gone, after the runs created at or after
+// AfterAt; at most Limit (0 = no limit).
+type RunQuery struct {
+	Workflow string
+	Status   string
+	Since    int64
+	AfterID  string
+	AfterAt  int64
+	Limit    int
+}
+
+// RunPage returns a page of runs, without their tasks, and whether more
+// follow. It reads the state's run order (creation order per workflow and
+// status): O(log n + Limit), however many runs there are.
+func (e *Engine) RunPage(q RunQuery) (page []RunView, more bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	var out []RunView
-	for i := len(e.state.RunList) - 1; i >= 0; i-- {
-		r := e.state.RunList[i]
-		if f.Workflow != "" && r.Workflow != f.Workflow {
-			continue
-		}
-		out = append(out, e.viewRun(r, false))
-		if f.Limit > 0 && len(out) == f.Limit {
-			break
+	bound := ^uint64(0)
+	if q.AfterID != "" {
+		if r, ok := e.state.Runs[q.AfterID]; ok {
+			bound = r.Seq
+		} else {
+			bound = e.state.RunBound(q.AfterAt)
 		}
 	}
-	return out
+	page = []RunView{}
+	e.state.EachRunBefore(q.Workflow, replay.RunStatus(q.Status), bound, func(r *replay.Run) bool {
+		switch {
+		case r.CreatedAt < q.Since: // and so are all older ones
+			return false
+		case q.Limit > 0 && len(page) == q.Limit:
+			more = true
+			return false
+		}
+		page = append(page, e.viewRun(r, false))
+		return true
+	})
+	return page, more
 }
 
 // RunsWithPrefix lists, by id, up to limit runs whose id starts with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,6 +194,46 @@ func checkCounts(t *testing.T, st *replay.State) {
 	}
 	if got := st.TaskCounts(); !maps.Equal(nonZero(got), tasks) {
 		t.Fatalf("tasks by status: kept %v, scan %v", got, tasks)
+	}
+	checkRunOrder(t, st)
+}
+
+// checkRunOrder: the run order lists, for every workflow and status (or
+// any), the runs a scan of the run list finds, newest first, and starts
+// after any of them.
+func checkRunOrder(t *testing.T, st *replay.State) {
+	t.Helper()
+	wfs := map[string]bool{"": true}
+	for _, r := range st.RunList {
+		wfs[r.Workflow] = true
+	}
+	statuses := []replay.RunStatus{"", replay.RunPending, replay.RunRunning, replay.RunSuccess, replay.RunFailed, replay.RunCancelled}
+	for wf := range wfs {
+		for _, status := range statuses {
+			var want, got []string
+			for i := len(st.RunList) - 1; i >= 0; i-- {
+				if r := st.RunList[i]; (wf == "" || r.Workflow == wf) && (status == "" || r.Status == status) {
+					want = append(want, r.ID)
+				}
+			}
+			st.EachRunBefore(wf, status, ^uint64(0), func(r *replay.Run) bool { got = append(got, r.ID); return true })
+			if !slices.Equal(got, want) {
+				t.Fatalf("runs of %q %q: order %v, scan %v", wf, status, got, want)
+			}
+			if n := st.RunCount(wf, status); n != len(want) {
+				t.Fatalf("runs of %q %q: count %d, scan %d", wf, status, n, len(want))
+			}
+			if newest := st.NewestRun(wf); status == "" && (newest == nil) != (len(want) == 0) || newest != nil && status == "" && newest.ID != want[0] {
+				t.Fatalf("newest run of %q: %v, scan %v", wf, newest, want)
+			}
+			for k, id := range want {
+				var after []string
+				st.EachRunBefore(wf, status, st.Runs[id].Seq, func(r *replay.Run) bool { after = append(after, r.ID); return true })
+				if !slices.Equal(after, want[k+1:]) {
+					t.Fatalf("runs of %q %q after %s: %v, want %v", wf, status, id, after, want[k+1:])
+				}
+			}
+		}
 	}
 }
 

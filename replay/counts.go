@@ -34,11 +34,13 @@ func (c *counts) task(t *Task, delta int) {
 	}
 }
 
-// setRun changes a run's status, keeping the counts.
+// setRun changes a run's status, keeping the counts and the run order.
 func (s *State) setRun(r *Run, st RunStatus) {
 	s.counts.run(r, -1)
+	old := r.Status
 	r.Status = st
 	s.counts.run(r, +1)
+	s.runOrder.move(r, old)
 }
 
 // setTask changes a task's status, keeping the counts.
@@ -49,9 +51,10 @@ func (s *State) setTask(t *Task, st TaskStatus) {
 }
 
 // countRun adds (+1) or removes (-1) a whole run and its tasks from the
-// counts: a run created or restored, or pruned.
+// counts and the run order: a run restored, or pruned.
 func (s *State) countRun(r *Run, delta int) {
 	s.counts.run(r, delta)
+	s.runOrder.count(r, delta)
 	for _, t := range r.Tasks {
 		s.counts.task(t, delta)
 	}

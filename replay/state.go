@@ -68,6 +68,7 @@ type State struct {
 	activeRuns map[string]int     // derived: running runs per workflow
 	counts     counts             // derived: runs and tasks by status (counts.go)
 	runIDs     runIndex           // derived: the runs' ids, sorted
+	runOrder   runOrder           // derived: the runs in creation order, by workflow and status (runorder.go)
 
 	alerts alerts // raised alerts and their deliveries (alerts.go)
 
@@ -82,6 +83,7 @@ func New() *State {
 	s := &State{Workflows: map[string]*Workflow{}, Retired: map[string]int{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
 		mutexes: map[string][]*Task{}, mutexHeld: map[string]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
 	s.ready.init()
+	s.runOrder = runOrder{}
 	s.counts.init()
 	return s
 }
