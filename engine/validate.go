@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 
 	"github.com/orkwal/orkwal/executors"
@@ -17,8 +18,13 @@ import (
 // tasks' type descriptions). file names the workflow in errors and gives
 // its folder ("" for none); errors are ErrInvalid, their message the
 // reason alone ("etl.yaml: tasks.load.depends_on: unknown task ...").
-func CheckWorkflow(file string, data []byte) (*workflow.Spec, error) {
-	spec, err := workflow.Parse(file, data)
+func CheckWorkflow(file string, data []byte) (spec *workflow.Spec, err error) {
+	defer func() { // whatever a user hands the daemon, it never dies of it
+		if r := recover(); r != nil {
+			spec, err = nil, invalidWorkflow{fmt.Errorf("%s: internal error while checking it (please report it): %v", cmp.Or(file, "workflow"), r)}
+		}
+	}()
+	spec, err = workflow.Parse(file, data)
 	if err != nil {
 		return nil, invalidWorkflow{err}
 	}
