@@ -400,3 +400,29 @@ func TestBrowserPagesCloseTheirStreams(t *testing.T) {
 		)
 	}
 }
+
+// TestBrowserShowsTheFolderProblems: a --workflows folder with a bad file
+// is kept out whole while the daemon serves; the page says so, with every
+// problem, and marks the workflows a file manages.
+func TestBrowserShowsTheFolderProblems(t *testing.T) {
+	d := startDaemon(t)
+	folder := t.TempDir()
+	os.WriteFile(filepath.Join(folder, "good.yaml"), []byte("name: good\ntasks:\n  t: {executor: noop}\n"), 0o600)
+	if _, err := d.eng.LoadFolder(folder); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(folder, "bad.yaml"), []byte("name: bad\ntasks: [oops]\n"), 0o600)
+	if _, err := d.eng.LoadFolder(folder); err == nil {
+		t.Fatal("the bad folder loaded")
+	}
+	ctx := browse(t)
+	do(t, ctx, chromedp.Navigate(d.url("/ui/")), chromedp.WaitVisible(css(`#folder-problems li`)))
+	problems := value[string](t, ctx, `document.querySelector("#folder-problems").textContent`)
+	managed := value[string](t, ctx, `document.querySelector('tr[data-workflow="good"] .managed').textContent`)
+	if !strings.Contains(problems, "bad.yaml") || !strings.Contains(problems, "was not loaded") {
+		t.Errorf("the page's folder problems: %q", problems)
+	}
+	if !strings.Contains(managed, filepath.Join(folder, "good.yaml")) {
+		t.Errorf("the good workflow's row: %q, want it managed by its file", managed)
+	}
+}

@@ -261,7 +261,8 @@ const pageWorkflows = catching(async () => {
   const search = h('input', { type: 'search', id: 'search', placeholder: 'name or description', value: q.get('q') || '', 'aria-label': 'Search workflows' });
   const tbody = h('tbody');
   const msg = h('div', { id: 'msg' });
-  $('#main').replaceChildren(h('h1', {}, 'Workflows'), msg,
+  const folder = h('div', { id: 'folder' });
+  $('#main').replaceChildren(h('h1', {}, 'Workflows'), folder, msg,
     h('form', { class: 'filters', onsubmit: (e) => e.preventDefault() }, h('label', {}, 'Search', search)),
     h('table', { id: 'workflows' }, h('thead', {}, h('tr', {}, ['Workflow', 'Version', 'Schedule', 'Last run', 'Runs by status', ''].map((t) => h('th', {}, t)))), tbody));
   let wfs = [], sum = {};
@@ -272,8 +273,9 @@ const pageWorkflows = catching(async () => {
     tbody.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, wfs.length ? 'No workflow matches.' : 'No workflows yet: start the daemon with --workflows DIR, or orkwal apply FILE.'))]));
   };
   const load = catching(async () => {
-    const [a, b] = await Promise.all([api('/workflows'), api('/summary')]);
+    const [a, b, hz] = await Promise.all([api('/workflows'), api('/summary'), api('/healthz').catch(() => null)]);
     wfs = a.body; sum = b.body.workflows || {};
+    folderProblems(folder, hz && hz.body.workflows_folder);
     draw();
     drawn();
   });
@@ -282,11 +284,23 @@ const pageWorkflows = catching(async () => {
   live('', debounce(load, 500), load);
 });
 
+// folderProblems says, loudly, that the --workflows folder's last load
+// recorded nothing (a bad file keeps the whole folder out), and why.
+function folderProblems(el, f) {
+  if (!f || f.ok) { el.replaceChildren(); return; }
+  const problems = f.problems || [];
+  el.replaceChildren(h('div', { class: 'err', id: 'folder-problems', role: 'alert' },
+    h('strong', {}, 'The workflows folder ', h('code', {}, f.dir || ''), ' was not loaded'),
+    ': the workflows keep the versions they had until its files are fixed.',
+    h('ul', {}, problems.map((p) => h('li', {}, h('code', {}, p))))));
+}
+
 function workflowRow(w, s, reload, msg) {
   const sched = w.schedule;
   const counts = s ? RUN_STATUSES.filter((st) => s.counts[st]).map((st) => h('a', { href: `/ui/runs?workflow=${encodeURIComponent(w.name)}&status=${st}` }, badge(st), h('span', { class: 'count' }, s.counts[st], ' '))) : h('span', { class: 'muted' }, 'no runs');
   return h('tr', { 'data-workflow': w.name },
-    h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(w.name) }, w.name), w.description ? h('div', { class: 'muted' }, w.description) : ''),
+    h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(w.name) }, w.name), w.description ? h('div', { class: 'muted' }, w.description) : '',
+      w.managed_by ? h('div', { class: 'muted managed' }, 'managed by ', h('code', {}, w.managed_by)) : ''),
     h('td', {}, 'v' + w.version),
     h('td', {}, sched ? [h('code', {}, sched.cron), ' ', sched.paused ? badge('paused') : h('div', { class: 'muted' }, 'next ', when(sched.next_fire)),
       ' ', pauseButton(w, reload, msg)] : h('span', { class: 'muted' }, 'none')),
