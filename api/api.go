@@ -138,7 +138,7 @@ func (s *Server) register() {
 	s.handle("POST /runs/{id}/retry", s.retryRun)
 	s.handle("GET /runs/{id}/tasks", s.listTasks)
 	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
-	s.handle("GET /events", s.streamEvents, "run", "workflow")
+	s.handle("GET /events", s.streamEvents, "run", "workflow", "tasks")
 	s.handle("POST /workflows/{name}/alerts/test", s.testAlerts)
 	s.handle("GET /alerts", s.listAlerts, "limit")
 	s.handle("GET /summary", s.summary)

@@ -12,10 +12,12 @@ import (
 
 // BenchmarkEventFollowers: what 20 open pages following /events cost the
 // engine. On one durable engine, a run of a 5,000-instance noop fan-out
-// with no stream open, then one with 20 streams open (every event, read
-// over loopback as a browser would), alternately; tasks/s of each and their
-// ratio (target: ≥ 0.9, under 10% lost), and the streams dropped for
-// falling behind.
+// with no stream open, then one with 20 streams open taking every event
+// (a run page on that very run; read over loopback as a browser would),
+// then one with 20 streams of run and workflow events only (?tasks=0: the
+// workflows and runs pages), in turn; tasks/s and the ratios to none
+// (target: ≥ 0.9, under 10% lost), and the streams dropped for falling
+// behind.
 //
 //	go test -run '^$' -bench BenchmarkEventFollowers -benchtime 3x ./api/
 func BenchmarkEventFollowers(b *testing.B) {
@@ -40,7 +42,7 @@ func BenchmarkEventFollowers(b *testing.B) {
 		}
 		return n / time.Since(start).Seconds()
 	}
-	var none, with float64
+	var none, with, lists float64
 	var events atomic.Int64
 	_, dropped0 := eng.EventSubscribers()
 	for i := 0; i < b.N; i++ {
@@ -48,11 +50,15 @@ func BenchmarkEventFollowers(b *testing.B) {
 		streams := openStreams(b, srv.URL+"/events", followers, &events)
 		with += run()
 		streams()
+		streams = openStreams(b, srv.URL+"/events?tasks=0", followers, new(atomic.Int64))
+		lists += run()
+		streams()
 	}
 	_, dropped := eng.EventSubscribers()
 	b.ReportMetric(none/float64(b.N), "tasks/s-none")
 	b.ReportMetric(with/float64(b.N), "tasks/s-20-pages")
 	b.ReportMetric(with/none, "ratio")
+	b.ReportMetric(lists/none, "ratio-run-events")
 	b.ReportMetric(float64(dropped-dropped0), "dropped")
 	b.ReportMetric(float64(events.Load())/float64(b.N*followers), "bytes/stream-run")
 }

@@ -52,10 +52,14 @@ func WithHeartbeat(d time.Duration) Option {
 }
 
 // eventFilter selects the events a stream sends.
-type eventFilter struct{ run, workflow string }
+type eventFilter struct {
+	run, workflow string
+	noTasks       bool // ?tasks=0: run and workflow events only
+}
 
 func (f eventFilter) match(ev *engine.Event) bool {
-	return (f.run == "" || ev.Run == f.run) && (f.workflow == "" || ev.Workflow == f.workflow)
+	return (f.run == "" || ev.Run == f.run) && (f.workflow == "" || ev.Workflow == f.workflow) &&
+		!(f.noTasks && ev.Task != "")
 }
 
 func parseEventsRequest(r *http.Request) (eventFilter, *engine.EventPos, error) {
@@ -72,6 +76,13 @@ func parseEventsRequest(r *http.Request) (eventFilter, *engine.EventPos, error) 
 			return f, nil, fmt.Errorf("workflow %q: %s", v, workflow.NameRule)
 		}
 		f.workflow = v
+	}
+	switch v := q.Get("tasks"); v {
+	case "", "1", "true":
+	case "0", "false":
+		f.noTasks = true
+	default:
+		return f, nil, fmt.Errorf("tasks: must be 1, true, 0 or false, got %q", v)
 	}
 	id := r.Header.Get("Last-Event-ID")
 	if id == "" {

@@ -123,6 +123,7 @@ func TestEventsStreamAndResume(t *testing.T) {
 	other := f.triggerWith("dag", `{}`)
 	f.waitRun(other)
 	byRun := f.events("/events?workflow=dag", "")
+	runsOnly := f.events("/events?tasks=0", "")
 	id := f.triggerWith("dag", `{}`)
 	got := all.until(id)
 	want := []string{"run_created", "task_dispatched", "task_started", "task_finished"}
@@ -163,6 +164,19 @@ func TestEventsStreamAndResume(t *testing.T) {
 	}
 	if only := byRun.until(id); describe(only) != describe(got[len(got)-len(only):]) {
 		t.Fatalf("?workflow=:\n%s", describe(only))
+	}
+	var want0 []string
+	for _, ev := range got {
+		if ev.Data.Task == "" {
+			want0 = append(want0, ev.ID)
+		}
+	}
+	var got0 []string
+	for _, ev := range runsOnly.until(id) {
+		got0 = append(got0, ev.ID)
+	}
+	if strings.Join(got0, " ") != strings.Join(want0[len(want0)-len(got0):], " ") || len(got0) < 2 {
+		t.Fatalf("?tasks=0: %v, want the run events %v", got0, want0)
 	}
 	// From the last event before the run, filtered by run: the run's events.
 	var before string

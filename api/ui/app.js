@@ -281,7 +281,7 @@ const pageWorkflows = catching(async () => {
   });
   search.addEventListener('input', () => { setQuery({ q: search.value }); draw(); });
   await load();
-  live('', debounce(load, 500), load);
+  live('?tasks=0', debounce(load, 500), load);
 });
 
 // folderProblems says, loudly, that the --workflows folder's last load
@@ -406,7 +406,7 @@ const pageRuns = catching(async () => {
   window.addEventListener('popstate', load);
   await load();
   const refresh = debounce(load, 500);
-  live(q.get('workflow') ? '?workflow=' + encodeURIComponent(q.get('workflow')) : '', (ev) => { if (ev.run) refresh(); }, load);
+  live('?tasks=0' + (q.get('workflow') ? '&workflow=' + encodeURIComponent(q.get('workflow')) : ''), (ev) => { if (ev.run) refresh(); }, load);
 });
 
 function localInput(iso) {
@@ -683,7 +683,7 @@ const pageWorkflow = catching(async (name) => {
     drawn();
   });
   await load();
-  live('?workflow=' + encodeURIComponent(name), debounce(load, 500), load);
+  live('?tasks=0&workflow=' + encodeURIComponent(name), debounce(load, 500), load);
 });
 
 document.addEventListener('DOMContentLoaded', route);
