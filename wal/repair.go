@@ -53,33 +53,37 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 		return nil
 	})
 	end.bytes, end.size = int(good), len(data)
-	if err := checkMark(dir, segs, mark, end.last); err != nil {
-		return 0, tailEnd{}, err // before anything is cut
-	}
 	var ce *CorruptError
-	if scanErr == nil {
-		return 0, end, nil
-	}
-	end.size = int(good) // what follows is cut
-	if !errors.As(scanErr, &ce) {
+	if scanErr != nil && !errors.As(scanErr, &ce) {
 		return 0, tailEnd{}, scanErr
 	}
-	verdict := judgeTail(data, int(good), ce.Index)
+	var verdict tailVerdict
+	if ce != nil {
+		verdict = judgeTail(data, int(good), ce.Index)
+		if !verdict.torn && verdict.prefix == nil {
+			ce.Reason += "; not a torn write: " + verdict.reason
+			return 0, tailEnd{}, ce
+		}
+		if verdict.prefix != nil {
+			end.last = ce.Index // the entry is kept
+		}
+	}
+	if err := checkMark(dir, segs, mark, end.last); err != nil {
+		return 0, tailEnd{}, err // before anything is changed
+	}
 	switch {
+	case ce == nil:
+		return 0, end, nil
 	case verdict.prefix != nil:
 		if err := restorePrefix(last.path, good, verdict.prefix); err != nil {
 			return 0, tailEnd{}, err
 		}
 		logger.Warn("wal: restored the length prefix of the last entry: its frame is whole (a torn write of its first bytes, or a damaged byte)",
 			"segment", last.path, "offset", good, "index", ce.Index)
-		end.last = ce.Index
 		end.bytes = int(good) + len(verdict.prefix) + len(verdict.frame)
-		end.size = len(data)
 		return 0, end, nil
-	case !verdict.torn:
-		ce.Reason += "; not a torn write: " + verdict.reason
-		return 0, tailEnd{}, ce
 	}
+	end.size = int(good) // what follows is cut
 	if err := cutTail(last.path, data, good); err != nil {
 		return 0, tailEnd{}, err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,8 +15,19 @@ import (
 
 	"github.com/orkwal/orkwal/api"
 	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/wal"
 	"github.com/urfave/cli/v2"
 )
+
+// corruptHint is what an operator can do about a boot refused for
+// corruption ("" for any other error).
+func corruptHint(err error, data string) string {
+	if !errors.Is(err, wal.ErrCorrupt) {
+		return ""
+	}
+	return fmt.Sprintf("\nthe data folder is corrupt: `orkwal wal verify --data %s` shows where; restore it from a backup, "+
+		"or cut the log there with `orkwal wal repair --data %s --truncate-at INDEX` (what is cut is kept beside wal/)", data, data)
+}
 
 // DefaultDataDir is where `orkwal run` keeps its state when --data is not set.
 const DefaultDataDir = "orkwal-data"
@@ -110,7 +123,7 @@ func runDaemon(c *cli.Context) error {
 		MaxPendingRuns:  c.Int("max-pending-runs"), MaxPendingRunsPerWorkflow: c.Int("max-pending-runs-per-workflow")})
 	if err != nil {
 		ln.Close()
-		return exitf(exitFailure, "%v", err)
+		return exitf(exitFailure, "%v%s", err, corruptHint(err, c.String("data")))
 	}
 	// Tasks may call this daemon back (the http executor's ${env:ORKWAL_ADDR},
 	// with ${env:ORKWAL_TOKEN} when there is a token).

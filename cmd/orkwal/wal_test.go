@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -459,5 +461,50 @@ func TestBootRefusesALostNewestSegment(t *testing.T) {
 			}
 			eng.Close()
 		})
+	}
+}
+
+// TestRunRefusesAFlippedLastRecord: a byte changed in the last record of
+// the log (written whole, acknowledged) is not a torn tail: `orkwal run`
+// refuses to boot, naming the segment, the offset and why, and says what
+// to do (`orkwal wal repair`); the log is unchanged. Before, boot cut it
+// with a warning and served without it.
+func TestRunRefusesAFlippedLastRecord(t *testing.T) {
+	dir := makeData(t)
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "0*"))
+	seg := segs[len(segs)-1]
+	data, _ := os.ReadFile(seg)
+	last, k := 0, 0
+	for off := 0; off < len(data); {
+		n, m := binary.Uvarint(data[off:])
+		last, k = off, m
+		off += m + int(n)
+	}
+	data[last+k+3] ^= 0x01 // inside the last frame's records
+	if err := os.WriteFile(seg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var errOut string
+	var code int
+	done := make(chan struct{})
+	go func() { // a daemon that boots serves until stopped: a guard, not a wait
+		_, errOut, code = runCLI(t, "run", "--data", dir, "--addr", "127.0.0.1:0")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("orkwal run booted on a changed last record (cut as a torn tail?) and serves")
+	}
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitFailure, errOut)
+	}
+	for _, want := range []string{seg, fmt.Sprintf("offset %d", last), "not a torn write", "orkwal wal repair --data " + dir} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if after, _ := os.ReadFile(seg); !bytes.Equal(after, data) {
+		t.Error("the refused boot changed the segment")
 	}
 }
