@@ -405,6 +405,9 @@ func (r *httpRun) newRequest(ctx context.Context, method string, u *url.URL, bod
 		}
 		req.Header.Set(k, v)
 	}
+	if req.Header.Get(TraceparentHeader) == "" {
+		req.Header.Set(TraceparentHeader, traceparentOf(r.job))
+	}
 	if len(body) > 0 && req.Header.Get("Content-Type") == "" && json.Valid(body) {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -333,13 +334,19 @@ func openLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// buildEnv returns the child's environment: base (the daemon's), PWD when the
-// task has its own workdir, the contract variables, then job.Env in key
+// buildEnv returns the child's environment: base (the daemon's, less its
+// TRACEPARENT), PWD when the task has its own workdir, the contract
+// variables, TRACEPARENT (unless job.Env sets it), then job.Env in key
 // order. exec.Cmd keeps the last value of a duplicated key, so each layer
 // overrides the previous one and job.Env wins.
 func buildEnv(base []string, job Job, files attemptFiles) []string {
-	env := make([]string, 0, len(base)+20+len(job.Env))
-	env = append(env, base...)
+	env := make([]string, 0, len(base)+21+len(job.Env))
+	for _, kv := range base {
+		// The daemon's own trace context is not the task's.
+		if !strings.HasPrefix(kv, "TRACEPARENT=") {
+			env = append(env, kv)
+		}
+	}
 	if job.Workdir != "" {
 		// What exec.Cmd does by itself when Env is nil: keep PWD truthful.
 		if wd, err := filepath.Abs(job.Workdir); err == nil {
@@ -347,6 +354,9 @@ func buildEnv(base []string, job Job, files attemptFiles) []string {
 		}
 	}
 	env = append(env, contractEnv(job, files.input, files.output)...)
+	if _, own := job.Env["TRACEPARENT"]; !own {
+		env = append(env, "TRACEPARENT="+traceparentOf(job))
+	}
 	keys := make([]string, 0, len(job.Env))
 	for k := range job.Env {
 		keys = append(keys, k)
