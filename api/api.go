@@ -137,6 +137,7 @@ func (s *Server) register() {
 	s.handle("POST /runs/{id}/cancel", s.cancelRun)
 	s.handle("POST /runs/{id}/retry", s.retryRun)
 	s.handle("GET /runs/{id}/tasks", s.listTasks)
+	s.handle("POST /runs/{id}/tasks/{name}/mark", s.markTask)
 	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
 	s.handle("GET /events", s.streamEvents, "run", "workflow", "tasks")
 	s.handle("POST /workflows/{name}/alerts/test", s.testAlerts)
@@ -328,10 +329,6 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	s.runAction(w, r, s.eng.CancelRun)
-}
-
-func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
-	s.runAction(w, r, s.eng.RetryRun)
 }
 
 // runAction answers with the run once the action is durable.

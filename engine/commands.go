@@ -189,12 +189,10 @@ func (e *Engine) CancelRun(id string) (RunView, error) {
 // and cancelled tasks go back to pending; successes and outputs are kept.
 func (e *Engine) RetryRun(id string) (RunView, error) {
 	_, err := e.do(func(st *replay.State, now int64) (replay.Record, any, error) {
-		run, ok := st.Runs[id]
+		run, err := endedRun(st, id)
 		switch {
-		case !ok:
-			return nil, nil, fmt.Errorf("%w: run %q", ErrNotFound, id)
-		case !run.Status.Finished():
-			return nil, nil, fmt.Errorf("%w: run %s is still %s; cancel it or wait for it to finish", ErrConflict, id, run.Status)
+		case err != nil:
+			return nil, nil, err
 		case run.Status == replay.RunSuccess:
 			return nil, nil, fmt.Errorf("%w: run %s succeeded: nothing to retry", ErrConflict, id)
 		case !run.Resettable():

@@ -162,6 +162,13 @@ func eventOf(st *replay.State, r replay.Record) (Event, bool) {
 		return ev, true
 	case *replay.TaskInterrupted:
 		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "interrupted", r.At), true
+	case *replay.TaskMarked:
+		ev := taskEvent(st, r.TaskRef, r.Kind(), 0, "failed", r.At)
+		if r.OK {
+			ev.Status = "success"
+		}
+		ev.Error = replay.MarkedNote(r.OK)
+		return ev, true
 	case *replay.RunCreated:
 		return runEvent(st, r.ID, r.Workflow, "run_created", "pending", r.At), true
 	case *replay.CronFired:

@@ -36,6 +36,8 @@ func (s *State) Apply(r Record) error {
 		return s.applyRunCancel(r)
 	case *RunRetried:
 		return s.applyRunRetried(r)
+	case *TaskMarked:
+		return s.applyTaskMarked(r)
 	case *CronFired:
 		return s.applyCronFired(r)
 	case *SchedulePaused:
@@ -409,6 +411,8 @@ func (s *State) applyRunRetried(r *RunRetried) error {
 		return invalid("retry of unknown run %q", r.ID)
 	case !run.Status.Finished():
 		return invalid("retry of run %s, which is still %s", r.ID, run.Status)
+	case r.From != "":
+		return s.rerunFrom(run, r.From, r.At)
 	case run.Status == RunSuccess:
 		return invalid("retry of run %s, which succeeded", r.ID)
 	case r.Expand && !run.Resettable(): // earlier versions wrote it (see Resettable)

@@ -27,6 +27,7 @@ const (
 	KindRunsPruned      Kind = 12
 	KindAlertRaised     Kind = 13
 	KindAlertDelivered  Kind = 14
+	KindTaskMarked      Kind = 15
 )
 
 var kindNames = map[Kind]string{
@@ -44,6 +45,7 @@ var kindNames = map[Kind]string{
 	KindRunsPruned:      "runs_pruned",
 	KindAlertRaised:     "alert_raised",
 	KindAlertDelivered:  "alert_delivered",
+	KindTaskMarked:      "task_marked",
 }
 
 func (k Kind) String() string {
@@ -189,8 +191,13 @@ type RunRetried struct {
 	// would not apply to a run the new rule had ended. A record with it
 	// also resets a task (see Run.Resettable): earlier versions' did not
 	// always, and their run stays unfinished until a cancel.
-	Expand bool  `msgpack:"expand,omitempty"`
-	At     int64 `msgpack:"at"`
+	Expand bool `msgpack:"expand,omitempty"`
+	// From, when set, names a task: it and every task downstream of it
+	// run again, whatever their outcome; other tasks keep theirs (retry
+	// --from). A fan-out may not be among them. A run that succeeded
+	// may be rerun so.
+	From string `msgpack:"from,omitempty"`
+	At   int64  `msgpack:"at"`
 }
 
 // CronFired is one fire of a workflow's schedule, recorded together with the
@@ -266,6 +273,8 @@ func newRecord(k Kind) (Record, error) {
 		return &AlertRaised{}, nil
 	case KindAlertDelivered:
 		return &AlertDelivered{}, nil
+	case KindTaskMarked:
+		return &TaskMarked{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

@@ -20,6 +20,8 @@ func RunOf(r Record) string {
 		return r.ID
 	case *RunRetried:
 		return r.ID
+	case *TaskMarked:
+		return r.Run
 	}
 	return ""
 }

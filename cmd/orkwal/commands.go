@@ -30,7 +30,7 @@ const pollInterval = 200 * time.Millisecond
 func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
-		showCommand(), watchCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(),
+		showCommand(), watchCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(), markCommand(),
 		scheduleCommand(), alertsCommand(),
 		completionCommand(),
 	}
@@ -136,26 +136,19 @@ func cancelCommand() *cli.Command {
 	}, true)
 }
 
-func retryCommand() *cli.Command {
-	return clientCommand(&cli.Command{
-		Name:      "retry",
-		Usage:     "rerun a failed or cancelled run: its failed, skipped and cancelled tasks run again",
-		ArgsUsage: "RUN",
-		Flags: []cli.Flag{outputFlag(),
-			&cli.BoolFlag{Name: "wait", Usage: "follow the run until it ends; exit 1 if it does not succeed"}},
-		Action:       func(c *cli.Context) error { return runVerb(c, "retry") },
-		BashComplete: completeRuns,
-	}, true)
-}
-
 // runVerb posts /runs/RUN/<verb> and prints the run's status after it.
 func runVerb(c *cli.Context, verb string) error {
+	return runVerbWith(c, verb, struct{}{})
+}
+
+// runVerbWith is runVerb with a request body.
+func runVerbWith(c *cli.Context, verb string, body any) error {
 	s, args, err := startRunSession(c, 1, 1)
 	if err != nil {
 		return err
 	}
 	var run engine.RunView
-	_, raw, err := s.cl.postJSON(s.ctx, "/runs/"+url.PathEscape(args[0])+"/"+verb, nil, struct{}{}, &run)
+	_, raw, err := s.cl.postJSON(s.ctx, "/runs/"+url.PathEscape(args[0])+"/"+verb, nil, body, &run)
 	if err != nil {
 		return fmt.Errorf("%s run %s: %w", verb, args[0], err)
 	}
