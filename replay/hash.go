@@ -36,7 +36,15 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 		}
 		vals = append(vals, w.Name, w.Version, spec, w.Source, w.File, w.CreatedAt, w.UpdatedAt)
 	}
-	vals = append(vals, s.Retired)
+	retired := make([]string, 0, len(s.Retired))
+	for n := range s.Retired {
+		retired = append(retired, n)
+	}
+	sort.Strings(retired) // a map would be encoded in its random order
+	vals = append(vals, len(retired))
+	for _, n := range retired {
+		vals = append(vals, n, s.Retired[n])
+	}
 	scheds := make([]string, 0, len(s.Schedules))
 	for n := range s.Schedules {
 		scheds = append(scheds, n)
