@@ -22,7 +22,10 @@ import (
 //     becomes the holder).
 //
 // Parking is an index, not state: it never changes what Apply does, and
-// a parked task is one the gate would skip anyway. Entries are deleted
+// a parked task is one the gate would skip anyway. The heaps order tasks by
+// Priority, Seq and NotBefore, which must not change while a task is
+// queued: set them before push (as attemptFailed and release do), or drop
+// the task and push it again. Entries are deleted
 // lazily: one counts only while its task is queued and the entry is the
 // task's latest (a task queued again after a retry must not appear twice).
 type readyQueue struct {
