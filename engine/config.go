@@ -18,6 +18,7 @@ type Config struct {
 	DataDir        string
 	MaxConcurrent  int                           // attempts in flight at once; default 16
 	Executors      map[string]executors.Executor // by kind; default process + noop
+	Deferred       executors.Executor            // tracks deferred tasks' jobs (deferred.go); default executors.NewDeferred
 	Clock          Clock                         // default WallClock
 	Logger         *slog.Logger                  // default slog.Default()
 	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
@@ -107,6 +108,9 @@ func (c Config) withDefaults() Config {
 			"library": py, // ork_task_run through the python runner (PythonJob.Library)
 			"http":    executors.NewHTTP(executors.HTTPConfig{Logger: c.Logger}),
 		}
+	}
+	if c.Deferred == nil {
+		c.Deferred = executors.NewDeferred(executors.DeferredConfig{Logger: c.Logger})
 	}
 	if c.Clock == nil {
 		c.Clock = WallClock

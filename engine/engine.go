@@ -126,6 +126,7 @@ type attempt struct {
 	stopped      bool      // the engine asked it to stop for a shutdown: not an outcome
 	failReason   string    // the engine stopped it for this reason (timeout, heartbeat, never started)
 	cancelled    bool      // stopped because its run is being cancelled
+	deferred     bool      // its process ended deferring its work: its jobs are tracked (deferred.go)
 }
 
 // stopReason is why the engine stops the attempt, for its log's last
@@ -342,6 +343,10 @@ func (e *Engine) interruptInFlight() error {
 		}
 		for _, t := range run.Tasks {
 			if !t.AttemptInFlight() {
+				continue
+			}
+			if t.Deferred {
+				e.resumeDeferred(t, now)
 				continue
 			}
 			e.killLeftover(t)

@@ -169,6 +169,8 @@ func eventOf(st *replay.State, r replay.Record) (Event, bool) {
 		}
 		ev.Error = replay.MarkedNote(r.OK)
 		return ev, true
+	case *replay.TaskDeferred:
+		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "running", r.At), true
 	case *replay.RunCreated:
 		return runEvent(st, r.ID, r.Workflow, "run_created", "pending", r.At), true
 	case *replay.CronFired:

@@ -301,6 +301,12 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	case ev.Kind != executors.Finished: // a heartbeat (Started: see deferStarted)
 		a.started, a.lastBeat = true, now
 		return
+	case deferring(a, ev):
+		e.deferTask(a, ev, now, out)
+		return
+	case a.deferred && a.stopped && !ev.OK:
+		e.forget(ev.TaskID, ev.Attempt, out) // stopped for a shutdown: the next boot tracks it again
+		return
 	case a.stopped && !ev.OK:
 		rec = &replay.TaskInterrupted{TaskRef: a.ref, Attempt: a.number, Clean: true, At: now}
 	default:

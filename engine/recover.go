@@ -148,6 +148,11 @@ func (e *Engine) reconcile(st *replay.State) []replay.Record {
 				live++
 				continue
 			}
+			if t.Deferred {
+				e.resumeDeferred(t, now)
+				live++
+				continue
+			}
 			recs = append(recs, &replay.TaskInterrupted{TaskRef: replay.TaskRef{Run: run.ID, Task: t.Index},
 				Attempt: t.Attempt, Clean: true, At: now})
 		}

@@ -92,6 +92,9 @@ type Job struct {
 	Hold <-chan bool
 	// HTTP is set for the http executor (see HTTPJob).
 	HTTP *HTTPJob
+	// Deferred is set for the tracking of a deferring attempt's jobs (see
+	// Deferred).
+	Deferred *DeferredJob
 }
 
 // OrkTask is what Ork tells a task about itself beyond orkwal's contract:

@@ -32,6 +32,8 @@ func (s *State) Apply(r Record) error {
 		return s.applyTaskFinished(r)
 	case *TaskInterrupted:
 		return s.applyTaskInterrupted(r)
+	case *TaskDeferred:
+		return s.applyTaskDeferred(r)
 	case *RunCancelRequested:
 		return s.applyRunCancel(r)
 	case *RunRetried:
@@ -319,12 +321,28 @@ func (s *State) applyTaskStarted(r *TaskStarted) error {
 	return nil
 }
 
+// applyTaskDeferred keeps a running attempt's output and marks it
+// deferred: its process is gone, its deferred jobs are being polled.
+func (s *State) applyTaskDeferred(r *TaskDeferred) error {
+	t, err := s.inFlight("task_deferred", r.TaskRef, r.Attempt)
+	if err != nil {
+		return err
+	}
+	if t.Status != Running || t.Deferred {
+		return invalid("task_deferred: task %s is %s (deferred: %t): only a running attempt defers, once", t.ID(), t.Status, t.Deferred)
+	}
+	s.touch(t)
+	t.Output, t.Deferred, t.PID, t.StartTime = r.Output, true, 0, 0
+	return nil
+}
+
 func (s *State) applyTaskFinished(r *TaskFinished) error {
 	t, err := s.inFlight("task_finished", r.TaskRef, r.Attempt)
 	if err != nil {
 		return err
 	}
 	s.touch(t)
+	t.Deferred = false
 	s.flight(t, -1)
 	t.ExitCode, t.Error, t.Output = r.ExitCode, r.Error, r.Output
 	switch {
@@ -351,6 +369,7 @@ func (s *State) applyTaskInterrupted(r *TaskInterrupted) error {
 	}
 	s.touch(t)
 	s.flight(t, -1)
+	t.Deferred = false
 	if !r.Clean && !r.Unstarted && !r.NotRun {
 		t.Interruptions++
 	}

@@ -28,6 +28,7 @@ const (
 	KindAlertRaised     Kind = 13
 	KindAlertDelivered  Kind = 14
 	KindTaskMarked      Kind = 15
+	KindTaskDeferred    Kind = 16
 )
 
 var kindNames = map[Kind]string{
@@ -46,6 +47,7 @@ var kindNames = map[Kind]string{
 	KindAlertRaised:     "alert_raised",
 	KindAlertDelivered:  "alert_delivered",
 	KindTaskMarked:      "task_marked",
+	KindTaskDeferred:    "task_deferred",
 }
 
 func (k Kind) String() string {
@@ -134,6 +136,18 @@ type TaskFinished struct {
 	// Apply stays deterministic. Absent (0) in records of earlier versions.
 	Jitter float64 `msgpack:"jit,omitempty"`
 	At     int64   `msgpack:"at"`
+}
+
+// TaskDeferred: the attempt's process ended with an output that hands its
+// work to the scheduler (Ork's deferrables: a JSON object whose "deferred"
+// is a non-empty list of job descriptors). The task stays running, with no
+// process, its output kept, until a task_finished of the same attempt
+// says how the deferred jobs ended; after a crash the polling resumes.
+type TaskDeferred struct {
+	TaskRef
+	Attempt int    `msgpack:"attempt"`
+	Output  []byte `msgpack:"out"` // the JSON object the task returned, descriptors included
+	At      int64  `msgpack:"at"`
 }
 
 // MaxJitter bounds TaskFinished.Jitter: a retry waits between 80% and 100%
@@ -242,6 +256,7 @@ func (*TaskDispatched) Kind() Kind     { return KindTaskDispatched }
 func (*TaskStarted) Kind() Kind        { return KindTaskStarted }
 func (*TaskFinished) Kind() Kind       { return KindTaskFinished }
 func (*TaskInterrupted) Kind() Kind    { return KindTaskInterrupted }
+func (*TaskDeferred) Kind() Kind       { return KindTaskDeferred }
 
 func newRecord(k Kind) (Record, error) {
 	switch k {
@@ -275,6 +290,8 @@ func newRecord(k Kind) (Record, error) {
 		return &AlertDelivered{}, nil
 	case KindTaskMarked:
 		return &TaskMarked{}, nil
+	case KindTaskDeferred:
+		return &TaskDeferred{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

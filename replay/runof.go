@@ -16,6 +16,8 @@ func RunOf(r Record) string {
 		return r.Run
 	case *TaskInterrupted:
 		return r.Run
+	case *TaskDeferred:
+		return r.Run
 	case *RunCancelRequested:
 		return r.ID
 	case *RunRetried:

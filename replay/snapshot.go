@@ -55,6 +55,10 @@ type Snapshot struct {
 	// Attempts is the attempt history of the tasks that have one (see
 	// AttemptEnd); absent from snapshots written before it (then none).
 	Attempts []SnapAttempts `msgpack:",omitempty"`
+	// Deferred lists the tasks whose running attempt deferred its work
+	// (task_deferred), as [run, task] positions; absent when none, and
+	// from snapshots written before it.
+	Deferred [][2]int `msgpack:",omitempty"`
 
 	// copies are the runs as value copies, taken under the engine's lock
 	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
@@ -135,6 +139,7 @@ type SnapTask struct {
 	ExitCode      int
 	Error         string
 	Output        []byte
+	Deferred      bool `msgpack:"-"` // encoded apart, in Snapshot.Deferred
 	DispatchedAt  int64
 	StartedAt     int64
 	FinishedAt    int64
@@ -236,7 +241,7 @@ func snapTask(t *Task) SnapTask {
 		Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
 		Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
 		Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
-		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, DispatchedAt: t.DispatchedAt,
+		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, Deferred: t.Deferred, DispatchedAt: t.DispatchedAt,
 		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps, Attempts: t.Attempts}
 }
 
@@ -257,25 +262,35 @@ type SnapAttempts struct {
 	Ends     []AttemptEnd
 }
 
-// gatherAttempts moves the tasks' attempt histories to snap.Attempts.
+// gatherAttempts moves the tasks' attempt histories to snap.Attempts,
+// and their deferred marks to snap.Deferred.
 func (snap *Snapshot) gatherAttempts() {
-	snap.Attempts = nil
+	snap.Attempts, snap.Deferred = nil, nil
 	for i := range snap.Runs {
 		for j, t := range snap.Runs[i].Tasks {
 			if len(t.Attempts) > 0 {
 				snap.Attempts = append(snap.Attempts, SnapAttempts{Run: i, Task: j, Ends: t.Attempts})
 			}
+			if t.Deferred {
+				snap.Deferred = append(snap.Deferred, [2]int{i, j})
+			}
 		}
 	}
 }
 
-// scatterAttempts puts snap.Attempts back into the tasks.
+// scatterAttempts puts snap.Attempts and snap.Deferred back into the tasks.
 func (snap *Snapshot) scatterAttempts() error {
 	for _, a := range snap.Attempts {
 		if a.Run < 0 || a.Run >= len(snap.Runs) || a.Task < 0 || a.Task >= len(snap.Runs[a.Run].Tasks) {
 			return fmt.Errorf("replay: snapshot: attempts of run %d task %d, which is not there", a.Run, a.Task)
 		}
 		snap.Runs[a.Run].Tasks[a.Task].Attempts = a.Ends
+	}
+	for _, d := range snap.Deferred {
+		if d[0] < 0 || d[0] >= len(snap.Runs) || d[1] < 0 || d[1] >= len(snap.Runs[d[0]].Tasks) {
+			return fmt.Errorf("replay: snapshot: deferred task %d of run %d, which is not there", d[1], d[0])
+		}
+		snap.Runs[d[0]].Tasks[d[1]].Deferred = true
 	}
 	return nil
 }
@@ -434,7 +449,7 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 			Attempt: st.Attempt, Failures: st.Failures, Interruptions: st.Interruptions, NotBefore: st.NotBefore,
 			MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent, Instance: st.Instance, Count: st.Count,
 			Item: st.Item, Instances: st.Instances, Expanded: st.Expanded, PID: st.PID, StartTime: st.StartTime,
-			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, DispatchedAt: st.DispatchedAt,
+			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, Deferred: st.Deferred, DispatchedAt: st.DispatchedAt,
 			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Deps: st.Deps, Attempts: st.Attempts}
 	}
 	return run

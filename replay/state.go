@@ -179,6 +179,7 @@ type Task struct {
 	ExitCode     int
 	Error        string
 	Output       []byte
+	Deferred     bool // a running attempt whose process ended deferring its work (task_deferred); Output holds its descriptors
 	DispatchedAt int64
 	StartedAt    int64
 	FinishedAt   int64
