@@ -235,7 +235,21 @@ func TestBrowserFailedLogRetryAndCancel(t *testing.T) {
 		chromedp.Click(css(`#retry-run`)),
 		chromedp.WaitVisible(css(node("boom", "success"))),
 		chromedp.WaitVisible(css(runStatusIs("success"))),
+		// The retried task lists both attempts, each with how it ended,
+		// and the timeline draws a bar per attempt.
+		chromedp.WaitVisible(css(`#attempt-list tr[data-attempt="2"][data-status="success"]`)),
 	)
+	first := value[string](t, ctx, `document.querySelector('#attempt-list tr[data-attempt="1"]').textContent`)
+	if !strings.Contains(first, "failed") || !strings.Contains(first, "exit 3") {
+		t.Fatalf("attempt 1's row %q: want failed, exit 3", first)
+	}
+	if n := value[int](t, ctx, `document.querySelectorAll('#attempt-list tbody tr').length`); n != 2 {
+		t.Fatalf("%d attempts listed, want 2", n)
+	}
+	bars := value[string](t, ctx, `[...document.querySelectorAll('#gantt .row[data-task="boom"] .bar')].map((b) => b.dataset.status).join(",")`)
+	if bars != "failed,success" {
+		t.Fatalf("boom's timeline bars %q, want failed,success", bars)
+	}
 	slow := d.trigger("slow")
 	do(t, ctx,
 		chromedp.Navigate(d.url("/ui/runs/"+slow)),

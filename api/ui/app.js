@@ -543,26 +543,58 @@ function instanceList(r, name, sel, pick) {
 
 function drawGantt(r, pick) {
   const tasks = r.tasks.filter((t) => t.instance == null);
-  const starts = r.tasks.map((t) => t.dispatched_at || t.started_at).filter(Boolean).map((x) => +new Date(x));
+  const starts = r.tasks.flatMap((t) => [t.dispatched_at || t.started_at, ...(t.attempts || []).map((a) => a.started_at)]).filter(Boolean).map((x) => +new Date(x));
   if (!starts.length) return h('p', { class: 'muted' }, 'No attempt has started yet.');
   const t0 = Math.min(...starts);
   const ends = r.tasks.map((t) => (t.finished_at ? +new Date(t.finished_at) : Date.now()));
   const t1 = Math.max(t0 + 1, r.finished_at ? +new Date(r.finished_at) : Math.max(...ends));
   const pct = (x) => (100 * (x - t0)) / (t1 - t0);
-  const rangeOf = (t) => {
-    const group = isFanout(r, t) ? r.tasks.filter((x) => x.task === t.name && x.instance != null) : [t];
-    const ss = group.map((x) => x.dispatched_at || x.started_at).filter(Boolean).map((x) => +new Date(x));
-    if (!ss.length) return null;
-    const es = group.map((x) => (x.finished_at ? +new Date(x.finished_at) : Date.now()));
-    return [Math.min(...ss), Math.max(...es)];
+  const bar = (name, status, a, b, label) => h('div', { class: 'bar s-' + status, 'data-status': status,
+    style: { left: pct(a) + '%', width: Math.max(0.3, pct(b) - pct(a)) + '%' },
+    title: `${name}${label}: ${status}, ${fmtDur(b - a)}` }, fmtDur(b - a));
+  // barsOf: one bar per attempt of a task (its ended ones, then the one in
+  // flight); a fan-out's single bar spans its instances.
+  const barsOf = (t) => {
+    if (isFanout(r, t)) {
+      const group = r.tasks.filter((x) => x.task === t.name && x.instance != null);
+      const ss = group.map((x) => x.dispatched_at || x.started_at).filter(Boolean).map((x) => +new Date(x));
+      if (!ss.length) return [];
+      const es = group.map((x) => (x.finished_at ? +new Date(x.finished_at) : Date.now()));
+      return [bar(t.name, t.status, Math.min(...ss), Math.max(...es), '')];
+    }
+    return attemptsOf(t).filter((a) => a.start).map((a) =>
+      bar(t.name, a.status, +new Date(a.start), a.end ? +new Date(a.end) : Date.now(), ` attempt ${a.attempt}`));
   };
-  return h('div', {}, tasks.map((t) => {
-    const rg = rangeOf(t);
-    return h('div', { class: 'row', onclick: () => pick(t.name), 'data-task': t.name },
-      h('span', { class: 'lbl', title: t.name }, (ICON[t.status] || '') + ' ' + t.name),
-      h('div', { class: 'track' }, rg ? h('div', { class: 'bar s-' + t.status, style: { left: pct(rg[0]) + '%', width: Math.max(0.3, pct(rg[1]) - pct(rg[0])) + '%' },
-        title: `${t.name}: ${t.status}, ${fmtDur(rg[1] - rg[0])}` }, fmtDur(rg[1] - rg[0])) : ''));
-  }), h('div', { class: 'muted' }, `${fmtTime(new Date(t0).toISOString())} → ${fmtDur(t1 - t0)}`));
+  return h('div', {}, tasks.map((t) => h('div', { class: 'row', onclick: () => pick(t.name), 'data-task': t.name },
+    h('span', { class: 'lbl', title: t.name }, (ICON[t.status] || '') + ' ' + t.name),
+    h('div', { class: 'track' }, barsOf(t)))),
+  h('div', { class: 'muted' }, `${fmtTime(new Date(t0).toISOString())} → ${fmtDur(t1 - t0)}`));
+}
+
+// attemptsOf lists every attempt of a task, oldest first: the ended ones
+// the API keeps (attempts), then the current one when it has not ended
+// yet (or the API kept no history, as for a task that ended by hand).
+function attemptsOf(t) {
+  const out = (t.attempts || []).map((a) => ({ attempt: a.attempt, status: a.status, start: a.started_at, end: a.finished_at,
+    exit: a.exit_code, error: a.error }));
+  const last = out.length ? out[out.length - 1].attempt : 0;
+  if (t.attempt > last) {
+    const ended = !['dispatched', 'running'].includes(t.status);
+    out.push({ attempt: t.attempt, status: t.status, start: t.started_at || t.dispatched_at, end: ended ? t.finished_at : null,
+      exit: t.exit_code, error: ended ? t.error : '' });
+  }
+  return out;
+}
+
+// drawAttempts is the task panel's table of attempts; a row opens its log.
+function drawAttempts(t, open) {
+  const rows = attemptsOf(t);
+  if (!rows.length) return h('p', { class: 'muted' }, 'no attempt yet');
+  return h('table', { id: 'attempt-list' }, h('thead', {}, h('tr', {}, ['#', 'Status', 'Start', 'End', 'Duration', 'Exit / error'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, rows.map((a) => h('tr', { 'data-attempt': a.attempt, 'data-status': a.status, onclick: () => open(a.attempt) },
+      h('td', {}, a.attempt), h('td', {}, badge(a.status)), h('td', {}, fmtTime(a.start)), h('td', {}, a.end ? fmtTime(a.end) : '—'),
+      h('td', {}, fmtDur(span(a.start, a.end))),
+      h('td', { class: a.error ? 'err' : '' }, [a.exit != null && (a.end || a.status !== 'running') ? `exit ${a.exit}` : '', a.error ? ` ${a.error}` : ''].join(''))))));
 }
 
 // drawPanel shows the selected task: its attempts, inputs and output, and
@@ -582,11 +614,6 @@ function drawPanel(st, panel) {
     h('dt', {}, 'Attempt'), h('dd', {}, `${t.attempt}` + (t.retries ? ` of ${t.retries + 1}` : '')),
     t.failures ? [h('dt', {}, 'Failures'), h('dd', {}, t.failures)] : '',
     t.interruptions ? [h('dt', {}, 'Interruptions'), h('dd', {}, t.interruptions)] : '',
-    h('dt', {}, 'Dispatched'), h('dd', {}, fmtTime(t.dispatched_at)),
-    h('dt', {}, 'Started'), h('dd', {}, fmtTime(t.started_at)),
-    h('dt', {}, 'Ended'), h('dd', {}, fmtTime(t.finished_at)),
-    h('dt', {}, 'Duration'), h('dd', {}, fmtDur(span(t.started_at || t.dispatched_at, t.finished_at))),
-    t.exit_code != null ? [h('dt', {}, 'Exit code'), h('dd', {}, t.exit_code)] : '',
     t.error ? [h('dt', {}, 'Error'), h('dd', { class: 'err' }, t.error)] : '',
     t.not_before ? [h('dt', {}, 'Not before'), h('dd', {}, fmtTime(t.not_before))] : '',
     t.waiting_on && t.waiting_on.length ? [h('dt', {}, 'Waiting on'), h('dd', {}, t.waiting_on.join(', '))] : '',
@@ -600,7 +627,8 @@ function drawPanel(st, panel) {
         h('h3', {}, 'Log'), h('div', { class: 'chips', id: 'attempts' }, attempts.length ? attempts : h('span', { class: 'muted' }, 'no attempt yet')),
         h('div', { class: 'muted', id: 'log-state' }, st.log && st.log.task === t.name ? st.log.state : ''), logBox),
       h('div', {},
-        h('h3', {}, 'Latest attempt'), h('dl', { class: 'facts' }, latest),
+        h('h3', {}, 'Attempts'), drawAttempts(t, (i) => { stopLog(st); openLog(st, t, i, panel); }),
+        h('h3', {}, 'Now'), h('dl', { class: 'facts' }, latest),
         h('h3', {}, 'Inputs'), spec && spec.inputs ? h('pre', {}, JSON.stringify(spec.inputs, null, 2)) : h('p', { class: 'muted' }, 'none declared'),
         h('h3', {}, 'Output'), t.output !== undefined ? h('pre', { id: 'output' }, JSON.stringify(t.output, null, 2)) : h('p', { class: 'muted' }, 'none')))));
   if (t.attempt > 0 && !(st.log && st.log.task === t.name && st.log.attempt === attempt && (st.log.open || !inFlight))) {
