@@ -68,6 +68,10 @@ tasks:
 	for _, task := range run.Tasks {
 		if task.Name == "sum" {
 			got = string(task.Output)
+			// The API shows the inputs the attempt received.
+			if in := task.Inputs; string(in["k"]) != "2" || string(in["gen"]) != `{"numbers": [1, 2, 3], "by": "gen"}` {
+				t.Errorf("sum's resolved inputs = %s", in)
+			}
 		}
 	}
 	want := `{"input": {"gen":{"numbers": [1, 2, 3], "by": "gen"},"k":2}, "run": "` + id + `", "id": "` + id + `:sum:1"}`

@@ -91,9 +91,13 @@ type TaskView struct {
 	ExitCode      *int            `json:"exit_code,omitempty"`
 	Error         string          `json:"error,omitempty"`
 	Output        json.RawMessage `json:"output,omitempty"`
-	DispatchedAt  *time.Time      `json:"dispatched_at,omitempty"`
-	StartedAt     *time.Time      `json:"started_at,omitempty"`
-	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+	// Inputs are the task's declared inputs as its attempts receive them
+	// (constants, and the fields of upstream outputs they name), once it
+	// has been dispatched.
+	Inputs       map[string]json.RawMessage `json:"inputs,omitempty"`
+	DispatchedAt *time.Time                 `json:"dispatched_at,omitempty"`
+	StartedAt    *time.Time                 `json:"started_at,omitempty"`
+	FinishedAt   *time.Time                 `json:"finished_at,omitempty"`
 	// AttemptHistory is how each ended attempt ended, oldest first (the
 	// latest replay.MaxAttemptsKept).
 	AttemptHistory []AttemptView `json:"attempts,omitempty"`
@@ -195,6 +199,7 @@ func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 	if len(t.Output) > 0 {
 		v.Output = json.RawMessage(t.Output)
 	}
+	v.Inputs = resolvedInputs(t)
 	if t.AttemptInFlight() {
 		v.PID = t.PID
 	} else {
@@ -344,4 +349,19 @@ func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
 
 func sortWorkflows(ws []WorkflowView) {
 	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
+}
+
+// resolvedInputs are the inputs t's attempts receive (ORKWAL_INPUT's
+// inputs), or nil before its first dispatch or when it declares none. Its
+// cost is that of preparing the task: its declared inputs, read from its
+// upstream outputs.
+func resolvedInputs(t *replay.Task) map[string]json.RawMessage {
+	if t.Attempt == 0 || len(t.Spec().Inputs) == 0 {
+		return nil
+	}
+	in, err := inputFor(t)
+	if err != nil {
+		return nil // the attempt could not be prepared either: its error says why
+	}
+	return in.Inputs
 }

@@ -629,7 +629,9 @@ function drawPanel(st, panel) {
       h('div', {},
         h('h3', {}, 'Attempts'), drawAttempts(t, (i) => { stopLog(st); openLog(st, t, i, panel); }),
         h('h3', {}, 'Now'), h('dl', { class: 'facts' }, latest),
-        h('h3', {}, 'Inputs'), spec && spec.inputs ? h('pre', {}, JSON.stringify(spec.inputs, null, 2)) : h('p', { class: 'muted' }, 'none declared'),
+        h('h3', {}, 'Inputs'), t.inputs ? h('pre', { id: 'inputs' }, JSON.stringify(t.inputs, null, 2))
+          : spec && spec.inputs ? [h('p', { class: 'muted' }, 'declared (resolved once dispatched):'), h('pre', {}, JSON.stringify(spec.inputs, null, 2))]
+            : h('p', { class: 'muted' }, 'none declared'),
         h('h3', {}, 'Output'), t.output !== undefined ? h('pre', { id: 'output' }, JSON.stringify(t.output, null, 2)) : h('p', { class: 'muted' }, 'none')))));
   if (t.attempt > 0 && !(st.log && st.log.task === t.name && st.log.attempt === attempt && (st.log.open || !inFlight))) {
     stopLog(st);
