@@ -91,3 +91,21 @@ func TestPythonUsesUvInAProject(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonOrkSDKWhenNotInstalled: a task written for Ork imports its SDK
+// (ork_sdk) without it installed and gets orkwal's: its deferrables give
+// the descriptors' JSON, with Ork's field names.
+func TestPythonOrkSDKWhenNotInstalled(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, t.TempDir(), "sdk.py", `from ork_sdk import CustomHttp, BigQueryJob
+
+def defer():
+    return {"deferred": [CustomHttp(url="mock://success/j", completion_value="success").to_dict(),
+                         BigQueryJob(project="p", job_id="j", location="US").to_dict()]}
+`)
+	job := newPythonJob(t, "defer", `{}`)
+	job.Python.File = file
+	expectOK(t, runPython(t, job), `{"deferred": [{"url": "mock://success/j", "method": "GET", "headers": {}, "success_status_codes": [200], `+
+		`"failure_value": null, "service_type": "custom_http", "job_id": "mock://success/j", "status_field": "status", "success_value": "success"}, `+
+		`{"project": "p", "job_id": "j", "location": "US", "service_type": "bigquery"}]}`)
+}

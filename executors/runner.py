@@ -239,6 +239,109 @@ def model_argument(fn, param, inputs):
         return dict(inputs)
 
 
+# ---- ork_sdk, for tasks written for Ork with its SDK not installed ----
+
+# ORK_SDK is orkwal's own small ork_sdk module: the deferrable job
+# descriptors of Ork's python SDK (github.com/gajop/ork, python-sdk), whose
+# to_dict() gives the JSON that orkwal's scheduler tracks (README, Deferred
+# jobs). It is only found when no ork_sdk is installed: its finder comes
+# last in sys.meta_path.
+ORK_SDK = r"""
+import dataclasses as _dc
+import json as _json
+import typing as _t
+
+
+class Deferrable:
+    # A long-running job the scheduler tracks once the task returns
+    # {"deferred": [job.to_dict(), ...]}.
+
+    SERVICE = ""
+    ID_FIELDS = ()
+
+    def service_type(self):
+        return self.SERVICE
+
+    def tracking_id(self):
+        return "/".join(str(getattr(self, f)) for f in self.ID_FIELDS)
+
+    def to_dict(self):
+        out = _dc.asdict(self)
+        out["service_type"] = self.service_type()
+        out.setdefault("job_id", self.tracking_id())
+        return out
+
+    def to_json(self):
+        return _json.dumps(self.to_dict())
+
+
+@_dc.dataclass
+class BigQueryJob(Deferrable):
+    project: str
+    job_id: str
+    location: str
+    SERVICE = "bigquery"
+    ID_FIELDS = ("project", "location", "job_id")
+
+
+@_dc.dataclass
+class CloudRunJob(Deferrable):
+    project: str
+    region: str
+    job_name: str
+    execution_id: str
+    SERVICE = "cloudrun"
+    ID_FIELDS = ("project", "region", "job_name", "execution_id")
+
+
+@_dc.dataclass
+class DataprocJob(Deferrable):
+    project: str
+    region: str
+    cluster_name: str
+    job_id: str
+    SERVICE = "dataproc"
+    ID_FIELDS = ("project", "region", "cluster_name", "job_id")
+
+
+@_dc.dataclass
+class CustomHttp(Deferrable):
+    url: str
+    method: str = "GET"
+    headers: _t.Dict[str, str] = _dc.field(default_factory=dict)
+    success_status_codes: _t.List[int] = _dc.field(default_factory=lambda: [200])
+    completion_field: str = "status"
+    completion_value: str = "completed"
+    failure_value: _t.Optional[str] = None
+    SERVICE = "custom_http"
+    ID_FIELDS = ("url",)
+
+    def to_dict(self):
+        out = Deferrable.to_dict(self)  # the tracker's names for two fields
+        out["status_field"] = out.pop("completion_field")
+        out["success_value"] = out.pop("completion_value")
+        return out
+
+
+__all__ = ["BigQueryJob", "CloudRunJob", "DataprocJob", "CustomHttp", "Deferrable"]
+"""
+
+
+class OrkSdkFinder:
+    """Finds orkwal's ork_sdk (ORK_SDK) when no other finder has one."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "ork_sdk":
+            return None
+        return importlib.util.spec_from_loader(name, self, origin="orkwal's ork_sdk")
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(ORK_SDK, "<orkwal ork_sdk>", "exec"), module.__dict__)
+
+
 def find_function(spec):
     """Imports the task's file or module and returns its function."""
     name = spec.get("function") or "main"
@@ -255,6 +358,7 @@ def import_task(spec):
     """Returns the task's module and how messages name it."""
     if sys.path and is_runner_dir(sys.path[0]):
         del sys.path[0]  # the runner's own folder (or, with -c, the cwd)
+    sys.meta_path.append(OrkSdkFinder())  # last: an installed ork_sdk wins
     path, module = spec.get("file"), spec.get("module")
     if path:
         sys.path.insert(0, os.path.dirname(path))  # as `python3 file.py` does
