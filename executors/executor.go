@@ -150,9 +150,10 @@ type Handle interface {
 	// Stop asks the work to end: SIGTERM to the process group, then SIGKILL
 	// after grace. It returns at once; the Finished event follows. reason
 	// says why ("timeout after 30s", "cancelled"): the log of the attempt
-	// ends with the line "[orkwal: REASON]" (with the signals sent, for a
-	// process: "[orkwal: REASON: SIGTERM, then SIGKILL]"), written before
-	// Finished is reported. Only the first call's reason counts.
+	// ends with the line "[orkwal: REASON]" ("[orkwal: REASON: SIGTERM,
+	// then SIGKILL]" for a process that outlived SIGTERM and the grace),
+	// written before Finished is reported. Only the first call's reason
+	// counts.
 	Stop(grace time.Duration, reason string)
 }
 

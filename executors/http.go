@@ -234,7 +234,7 @@ func (r *httpRun) run() {
 	if err != nil && r.handle.stopped.Load() {
 		out, err = nil, errStopped
 		if reason := r.handle.reason.Load(); reason != nil {
-			r.log.note(stopNote(*reason, false, false))
+			r.log.note(stopNote(*reason, false))
 		}
 	}
 	if lerr := r.log.close(); lerr != nil {

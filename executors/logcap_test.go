@@ -505,7 +505,7 @@ func TestProcessLogCapExitCodeAndStop(t *testing.T) {
 			t.Errorf("Finished = %+v, want killed by SIGTERM", fin)
 		}
 		waitGone(t, grandchild, gcStart)
-		checkCappedLog(t, job.LogPath, "", []byte(fmt.Sprintf("grandchild %d\n\n[orkwal: stopped by the test: SIGTERM]\n", grandchild)), 1<<20)
+		checkCappedLog(t, job.LogPath, "", []byte(fmt.Sprintf("grandchild %d\n\n[orkwal: stopped by the test]\n", grandchild)), 1<<20)
 	})
 }
 

@@ -574,20 +574,18 @@ func (h *processHandle) stopNote() string {
 	if !h.stopping {
 		return ""
 	}
-	return stopNote(h.reason, true, h.killed)
+	return stopNote(h.reason, h.killed)
 }
 
 // stopNote is the line "[orkwal: REASON]" a stopped attempt's log ends
-// with; signalled: a process, sent SIGTERM (and SIGKILL when killed).
-func stopNote(reason string, signalled, killed bool) string {
+// with; killed: the process outlived SIGTERM and its grace, and got
+// SIGKILL, which the line says.
+func stopNote(reason string, killed bool) string {
 	if reason == "" {
 		reason = "stopped"
 	}
-	switch {
-	case killed:
+	if killed {
 		reason += ": SIGTERM, then SIGKILL"
-	case signalled:
-		reason += ": SIGTERM"
 	}
 	return "\n[orkwal: " + reason + "]\n"
 }

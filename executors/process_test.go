@@ -843,9 +843,9 @@ func TestStopNoteEndsTheLog(t *testing.T) {
 		script string
 		want   string
 	}{
-		{"term", false, `echo ready; exec sleep 60`, "ready\n\n[orkwal: timeout after 30s: SIGTERM]\n"},
+		{"term", false, `echo ready; exec sleep 60`, "ready\n\n[orkwal: timeout after 30s]\n"},
 		{"kill", false, `trap '' TERM; echo ready; sleep 60`, "ready\n\n[orkwal: timeout after 30s: SIGTERM, then SIGKILL]\n"},
-		{"capped term", true, `echo ready; exec sleep 60`, "ready\n\n[orkwal: cancelled: SIGTERM]\n"},
+		{"capped term", true, `echo ready; exec sleep 60`, "ready\n\n[orkwal: cancelled]\n"},
 		{"capped kill", true, `trap '' TERM; echo ready; sleep 60`, "ready\n\n[orkwal: cancelled: SIGTERM, then SIGKILL]\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
