@@ -144,6 +144,7 @@ func (s *Server) register() {
 	s.handle("GET /alerts", s.listAlerts, "limit")
 	s.handle("GET /summary", s.summary)
 	s.registerUI()
+	s.registerOrk()
 }
 
 // Routes lists the registered method and path patterns ("GET /runs/{id}").

@@ -26,6 +26,8 @@ func TestTokenRequired(t *testing.T) {
 		{"GET", "/schema/workflow.json"}, {"GET", "/events"},
 		{"POST", "/workflows/w/alerts/test"}, {"GET", "/alerts"},
 		{"GET", "/summary"}, {"GET", "/ui/nope"},
+		{"GET", "/api/runs"}, {"POST", "/api/runs"}, {"GET", "/api/runs/" + id}, {"POST", "/api/runs/" + id + "/cancel"},
+		{"GET", "/api/workflows"}, {"POST", "/api/workflows"}, {"GET", "/api/workflows/w"},
 	}
 	if len(endpoints) < len(f.api.Routes())-len(uiRoutes) { // the page's routes: TestUIPagesAndSession
 		t.Fatalf("%d routes, %d in the test: add the new ones", len(f.api.Routes()), len(endpoints))

@@ -254,6 +254,9 @@ type RunQuery struct {
 	AfterID  string
 	AfterAt  int64
 	Limit    int
+	// Offset skips that many runs first: O(Offset) more (Ork's API pages
+	// so; the cursor does not grow with the depth).
+	Offset int
 }
 
 // RunPage returns a page of runs, without their tasks, and whether more
@@ -271,10 +274,14 @@ func (e *Engine) RunPage(q RunQuery) (page []RunView, more bool) {
 		}
 	}
 	page = []RunView{}
+	skip := q.Offset
 	e.state.EachRunBefore(q.Workflow, replay.RunStatus(q.Status), bound, func(r *replay.Run) bool {
 		switch {
 		case r.CreatedAt < q.Since: // and so are all older ones
 			return false
+		case skip > 0:
+			skip--
+			return true
 		case q.Limit > 0 && len(page) == q.Limit:
 			more = true
 			return false
@@ -283,6 +290,14 @@ func (e *Engine) RunPage(q RunQuery) (page []RunView, more bool) {
 		return true
 	})
 	return page, more
+}
+
+// RunCount is the number of runs of workflow ("" = any) with status
+// ("" = any): O(1).
+func (e *Engine) RunCount(workflow, status string) int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.state.RunCount(workflow, replay.RunStatus(status))
 }
 
 // RunsWithPrefix lists, by id, up to limit runs whose id starts with
