@@ -132,6 +132,12 @@ func runDaemon(c *cli.Context) error {
 		os.Setenv("ORKWAL_TOKEN", token)
 	}
 	warnExposure(logger, ln.Addr().String(), token, c.Bool("insecure"))
+	stopTelemetry, err := startTelemetry(eng, logger)
+	if err != nil {
+		eng.Close()
+		return exitf(exitFailure, "%v", err)
+	}
+	defer stopTelemetry() // after serve closed the engine: flushes the spans of the last runs
 	eng.Start()
 	var folder *folderLoader
 	if dir != "" {
