@@ -48,7 +48,7 @@ func telemetryEnabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// spanExporter sends spans (otlpHTTP; a fake in tests).
+// spanExporter sends spans: otlpHTTP.
 type spanExporter interface {
 	export(ctx context.Context, data *tracepb.TracesData) error
 }
