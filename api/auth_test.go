@@ -28,6 +28,7 @@ func TestTokenRequired(t *testing.T) {
 		{"GET", "/summary"}, {"GET", "/ui/nope"},
 		{"GET", "/api/runs"}, {"POST", "/api/runs"}, {"GET", "/api/runs/" + id}, {"POST", "/api/runs/" + id + "/cancel"},
 		{"GET", "/api/workflows"}, {"POST", "/api/workflows"}, {"GET", "/api/workflows/w"},
+		{"PATCH", "/api/workflows/w/schedule"},
 	}
 	if len(endpoints) < len(f.api.Routes())-len(uiRoutes) { // the page's routes: TestUIPagesAndSession
 		t.Fatalf("%d routes, %d in the test: add the new ones", len(f.api.Routes()), len(endpoints))

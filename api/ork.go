@@ -38,6 +38,7 @@ func (s *Server) registerOrk() {
 	s.handle("GET /api/workflows", s.orkListWorkflows, "limit", "offset", "search")
 	s.handle("POST /api/workflows", s.orkPutWorkflow)
 	s.handle("GET /api/workflows/{name}", s.orkWorkflow)
+	s.handle("PATCH /api/workflows/{name}/schedule", s.orkSchedule)
 }
 
 // orkPage is the envelope of Ork's lists.
@@ -290,6 +291,45 @@ func (s *Server) orkWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, orkWorkflowOf(wf))
+}
+
+// orkSchedule answers PATCH /api/workflows/{name}/schedule {"schedule":
+// CRON, "enabled": BOOL} with 200 and no body once durable: enabled pauses
+// or resumes the schedule. In orkwal the cron is part of the workflow's
+// version (its file's schedule key): a schedule other than the current
+// one is refused (409), null or absent keeps it.
+func (s *Server) orkSchedule(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.name(w, r, "name", "workflow")
+	if !ok {
+		return
+	}
+	var req struct {
+		Schedule *string `json:"schedule"`
+		Enabled  *bool   `json:"enabled"`
+	}
+	if err := decodeBody(w, r, maxActionBody, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Enabled == nil {
+		writeError(w, http.StatusBadRequest, `body: want {"schedule": "CRON", "enabled": true|false}: enabled is required`)
+		return
+	}
+	wf, err := s.eng.Workflow(name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Schedule != nil && (wf.Schedule == nil || wf.Schedule.Cron != *req.Schedule) {
+		writeError(w, http.StatusConflict, fmt.Sprintf("workflow %q: schedule %q: orkwal changes a workflow's cron only "+
+			"with a new version of the workflow (its schedule key, then orkwal apply); send the current one or null to pause or resume", name, *req.Schedule))
+		return
+	}
+	if _, err := s.eng.PauseSchedule(name, !*req.Enabled); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // orkListWorkflows answers GET /api/workflows?limit&offset&search: by

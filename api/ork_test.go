@@ -139,3 +139,45 @@ func TestOrkAPICancel(t *testing.T) {
 		t.Fatalf("cancel an unknown run: %d, want 404", code)
 	}
 }
+
+// TestOrkAPISchedule: PATCH /api/workflows/{name}/schedule with enabled
+// false pauses the workflow's schedule, true resumes it, answered 200
+// without a body; another cron is refused and changes nothing, as is a
+// body without enabled.
+func TestOrkAPISchedule(t *testing.T) {
+	f := newFixture(t)
+	f.orkRequest("POST", "/api/workflows", orkBody(map[string]string{"yaml": "name: nightly\nschedule: \"0 3 * * *\"\ntasks:\n  a: {executor: noop}\n"}), nil)
+	code, body := f.do("PATCH", "/api/workflows/nightly/schedule", `{"schedule": "0 3 * * *", "enabled": false}`)
+	if code != 200 || body != "" {
+		t.Fatalf("disable: %d %q, want 200 and no body", code, body)
+	}
+	var wf orkWorkflowInfo
+	f.orkRequest("GET", "/api/workflows/nightly", "", &wf)
+	if wf.Schedule == nil || *wf.Schedule != "0 3 * * *" || wf.ScheduleEnabled || wf.NextScheduledAt != nil {
+		t.Fatalf("after disable: %+v", wf)
+	}
+	if v, _ := f.eng.Workflow("nightly"); v.Schedule == nil || !v.Schedule.Paused {
+		t.Fatalf("the engine's schedule is not paused: %+v", v.Schedule)
+	}
+	f.orkRequest("PATCH", "/api/workflows/nightly/schedule", `{"schedule": null, "enabled": true}`, nil)
+	f.orkRequest("GET", "/api/workflows/nightly", "", &wf)
+	if !wf.ScheduleEnabled || wf.NextScheduledAt == nil {
+		t.Fatalf("after enable: %+v", wf)
+	}
+	for _, c := range []struct {
+		path, body string
+		code       int
+	}{
+		{"/api/workflows/nightly/schedule", `{"schedule": "0 4 * * *", "enabled": true}`, 409},
+		{"/api/workflows/nightly/schedule", `{"schedule": "0 3 * * *"}`, 400},
+		{"/api/workflows/nightly/schedule", `not json`, 400},
+		{"/api/workflows/nope/schedule", `{"enabled": true}`, 404},
+	} {
+		if code, body := f.do("PATCH", c.path, c.body); code != c.code {
+			t.Errorf("PATCH %s %s: %d %s, want %d", c.path, c.body, code, body, c.code)
+		}
+	}
+	if v, _ := f.eng.Workflow("nightly"); v.Schedule == nil || v.Schedule.Paused || v.Schedule.Cron != "0 3 * * *" {
+		t.Fatalf("a refused PATCH changed the schedule: %+v", v.Schedule)
+	}
+}
