@@ -28,9 +28,10 @@ import (
 // "Deferred jobs"): "custom_http" (Ork's CustomHttp: url, method, headers,
 // status_field, success_value, failure_value; the mock://success… and
 // mock://failed… URLs of Ork's examples end at once), "bigquery",
-// "cloudrun" or "dataproc" (not supported yet: refused, failing the attempt).
+// "cloudrun" or "dataproc" (see deferred_gcp.go).
 type Deferred struct {
-	cfg DeferredConfig
+	cfg    DeferredConfig
+	google *googleAuth // the Application Default Credentials' token, shared
 }
 
 // DeferredConfig configures Deferred.
@@ -40,6 +41,8 @@ type DeferredConfig struct {
 	PollInterval time.Duration
 	// Client makes the polls (default: a client with a 30 s timeout).
 	Client *http.Client
+	// Google is how the bigquery, cloudrun and dataproc jobs are polled.
+	Google GoogleConfig
 	Logger *slog.Logger
 }
 
@@ -70,7 +73,7 @@ func NewDeferred(cfg DeferredConfig) *Deferred {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Deferred{cfg: cfg}
+	return &Deferred{cfg: cfg, google: &googleAuth{client: cfg.Client}}
 }
 
 // DefersWork reports whether output hands work to the scheduler: a JSON
@@ -165,7 +168,7 @@ func (d *Deferred) tracker(raw json.RawMessage) (tracker, error) {
 	case "custom_http":
 		return newHTTPTracker(d.cfg.Client, &desc)
 	case "bigquery", "cloudrun", "dataproc":
-		return nil, fmt.Errorf("service_type %q: not supported yet (custom_http is)", desc.Service)
+		return newGoogleTracker(d.cfg.Client, d.google, d.cfg.Google.BaseURL, &desc)
 	case "":
 		return nil, errors.New("service_type missing (custom_http, bigquery, cloudrun or dataproc)")
 	}
