@@ -15,9 +15,10 @@ import (
 // with no stream open, then one with 20 streams open taking every event
 // (a run page on that very run; read over loopback as a browser would),
 // then one with 20 streams of run and workflow events only (?tasks=0: the
-// workflows and runs pages), in turn; tasks/s and the ratios to none
-// (target: ≥ 0.9, under 10% lost), and the streams dropped for falling
-// behind.
+// workflows and runs pages), then one with 20 streams of each task's
+// latest event per write (?latest=1: what a run page asks for), in turn;
+// tasks/s and the ratios to none (target: ≥ 0.9, under 10% lost), the
+// streams dropped for falling behind, and the bytes a stream read.
 //
 //	go test -run '^$' -bench BenchmarkEventFollowers -benchtime 3x ./api/
 func BenchmarkEventFollowers(b *testing.B) {
@@ -42,8 +43,8 @@ func BenchmarkEventFollowers(b *testing.B) {
 		}
 		return n / time.Since(start).Seconds()
 	}
-	var none, with, lists float64
-	var events atomic.Int64
+	var none, with, lists, latest float64
+	var events, latestBytes atomic.Int64
 	_, dropped0 := eng.EventSubscribers()
 	for i := 0; i < b.N; i++ {
 		none += run()
@@ -53,12 +54,17 @@ func BenchmarkEventFollowers(b *testing.B) {
 		streams = openStreams(b, srv.URL+"/events?tasks=0", followers, new(atomic.Int64))
 		lists += run()
 		streams()
+		streams = openStreams(b, srv.URL+"/events?latest=1", followers, &latestBytes)
+		latest += run()
+		streams()
 	}
 	_, dropped := eng.EventSubscribers()
 	b.ReportMetric(none/float64(b.N), "tasks/s-none")
 	b.ReportMetric(with/float64(b.N), "tasks/s-20-pages")
 	b.ReportMetric(with/none, "ratio")
 	b.ReportMetric(lists/none, "ratio-run-events")
+	b.ReportMetric(latest/none, "ratio-latest")
+	b.ReportMetric(float64(latestBytes.Load())/float64(b.N*followers), "bytes/stream-run-latest")
 	b.ReportMetric(float64(dropped-dropped0), "dropped")
 	b.ReportMetric(float64(events.Load())/float64(b.N*followers), "bytes/stream-run")
 }

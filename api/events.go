@@ -55,6 +55,7 @@ func WithHeartbeat(d time.Duration) Option {
 type eventFilter struct {
 	run, workflow string
 	noTasks       bool // ?tasks=0: run and workflow events only
+	latest        bool // ?latest=1: a task's latest event of each write only
 }
 
 func (f eventFilter) match(ev *engine.Event) bool {
@@ -83,6 +84,13 @@ func parseEventsRequest(r *http.Request) (eventFilter, *engine.EventPos, error) 
 		f.noTasks = true
 	default:
 		return f, nil, fmt.Errorf("tasks: must be 1, true, 0 or false, got %q", v)
+	}
+	switch v := q.Get("latest"); v {
+	case "", "0", "false":
+	case "1", "true":
+		f.latest = true
+	default:
+		return f, nil, fmt.Errorf("latest: must be 1, true, 0 or false, got %q", v)
 	}
 	id := r.Header.Get("Last-Event-ID")
 	if id == "" {
@@ -207,7 +215,20 @@ type sseWriter struct {
 	rc     *http.ResponseController
 	filter eventFilter
 	buf    []byte
+	// pending are the events added since the last flush, framed by it;
+	// with filter.latest, slot is where each task's latest one is, and an
+	// earlier one of the same task is left out (gone).
+	pending []pendingEvent
+	slot    map[taskKey]int
 }
+
+type pendingEvent struct {
+	id   string
+	data []byte // shared by every stream (EventBatch.JSON)
+	gone bool
+}
+
+type taskKey struct{ run, task string }
 
 // batch sends the events of b that the filter selects, then flushes.
 func (st *sseWriter) batch(b *engine.EventBatch) error {
@@ -226,7 +247,16 @@ func (st *sseWriter) add(b *engine.EventBatch) {
 		if data == nil {
 			data = b.JSON()
 		}
-		st.buf = appendEvent(st.buf, ev.ID, "", data[i])
+		if st.filter.latest && ev.Task != "" {
+			k := taskKey{ev.Run, ev.Task}
+			if j, ok := st.slot[k]; ok {
+				st.pending[j].gone = true
+			} else if st.slot == nil {
+				st.slot = map[taskKey]int{}
+			}
+			st.slot[k] = len(st.pending)
+		}
+		st.pending = append(st.pending, pendingEvent{id: ev.ID, data: data[i]})
 	}
 }
 
@@ -247,8 +277,16 @@ func (st *sseWriter) drain(sub *engine.Subscription) bool {
 	}
 }
 
-// flush sends what add framed.
+// flush sends what add gathered.
 func (st *sseWriter) flush() error {
+	for i, p := range st.pending {
+		if !p.gone {
+			st.buf = appendEvent(st.buf, p.id, "", p.data)
+		}
+		st.pending[i] = pendingEvent{}
+	}
+	st.pending = st.pending[:0]
+	clear(st.slot)
 	if len(st.buf) == 0 {
 		return nil
 	}

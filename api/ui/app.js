@@ -471,7 +471,7 @@ const pageRun = catching(async (id) => {
   // stream is open (what changed in between is then read).
   if (!st.run) { await load(); drawn(); }
   // A big fan-out refreshes at most once a second, a small run at once.
-  live('?run=' + id, debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100)), load, !!initial);
+  live('?latest=1&run=' + id, debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100)), load, !!initial);
 });
 
 function isFanout(run, t) { return t.instance == null && (t.instances > 0 || run.tasks.some((x) => x.task === t.name && x.instance != null)); }
