@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -34,10 +37,14 @@ type openAPICase struct {
 	// stream: the answer is a stream; its status, headers and first bytes
 	// are checked, and the stream is then closed.
 	stream bool
+	// anonymous: sent without the daemon's token, whatever the status.
+	anonymous bool
 	// fx picks the daemon: "" the plain one, "token" one with a token,
 	// "limits" one that serves a single log or event stream at once.
 	fx string
 }
+
+const conformToken = "s3cret-token-for-tests"
 
 // notExercised are documented answers TestOpenAPIIsTrue does not provoke,
 // each with where its behaviour is tested instead. Every other documented
@@ -105,8 +112,8 @@ func documentedAnswers(t *testing.T, doc []byte) map[string]bool {
 func TestOpenAPIIsTrue(t *testing.T) {
 	fxs := map[string]*fixture{
 		"":       newFixture(t),
-		"token":  newFixture(t, WithToken("s3cret-token-for-tests")),
-		"limits": newFixture(t, WithMaxFollowers(1), WithMaxSubscribers(1)),
+		"token":  newFixture(t, WithToken(conformToken)),
+		"limits": newFixtureConfig(t, engine.Config{MaxPendingRuns: 1}, WithMaxFollowers(1), WithMaxSubscribers(1)),
 	}
 	_, doc := fxs[""].do("GET", "/openapi.json", "")
 	v := openAPIValidator(t, []byte(doc))
@@ -183,10 +190,10 @@ func sendCase(t *testing.T, f *fixture, c openAPICase) (*http.Request, *http.Res
 	if c.body != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if f.token != "" && c.header["Authorization"] == "" && !c.noAuth() {
+	if f.token != "" && c.header["Authorization"] == "" && !c.noAuth() && !c.anonymous {
 		req.Header.Set("Authorization", "Bearer "+f.token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", c.method, c.path, err)
 	}
@@ -203,6 +210,9 @@ func sendCase(t *testing.T, f *fixture, c openAPICase) (*http.Request, *http.Res
 	req.Body = io.NopCloser(strings.NewReader(c.body))
 	return req, resp
 }
+
+// noRedirects answers a redirect as it is, so that its status is checked.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // noAuth: the case is about a missing token.
 func (c openAPICase) noAuth() bool { return c.want == http.StatusUnauthorized }
@@ -229,13 +239,31 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 	f.waitTasks(running, "slow running", func(ts map[string]engine.TaskView) bool { return ts["a"].Status == "running" })
 	cancelMe := f.trigger("slow")
 
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	t.Cleanup(receiver.Close)
+	f.put("name: alerted\nalerts:\n  - on: [failure]\n    slack: " + receiver.URL + "/hook\ntasks:\n  a: {executor: noop}\n")
+	folder := t.TempDir()
+	os.WriteFile(filepath.Join(folder, "managed.yaml"), []byte("name: managed\ntasks:\n  a: {executor: noop}\n"), 0o600)
+	if _, err := f.eng.LoadFolder(folder); err != nil {
+		t.Fatal(err)
+	}
+
 	lf := fxs["limits"]
+	lf.put("name: fails\ntasks:\n  a: {command: 'exit 3'}\n")
+	lfFailed := lf.trigger("fails")
+	lf.waitStatus(lfFailed, "failed")
 	lf.put("name: slow\ntasks:\n  a: {command: 'echo started; sleep 60'}\n")
-	held := lf.trigger("slow")
+	held := lf.trigger("slow") // the one pending run the daemon admits
 	lf.waitTasks(held, "slow running", func(ts map[string]engine.TaskView) bool { return ts["a"].Status == "running" })
 	hold(t, lf, "/runs/"+held+"/tasks/a/logs?follow=1") // the one log stream it serves
 	hold(t, lf, "/events")                              // and the one event stream
 
+	assetResp, err := http.Get(f.srv.URL + "/ui/assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assetResp.Body.Close()
+	etag := assetResp.Header.Get("ETag")
 	const missing = "01a20513-4449-7a72-88e6-f0b8c447588e"
 	big := strings.Repeat("x", 2<<20)
 	jsonBody := map[string]string{"Content-Type": "application/json"}
@@ -295,6 +323,30 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "GET /events", path: "/events?workflow=echo", want: 200, valid: true, stream: true},
 		{op: "GET /events", path: "/events", header: map[string]string{"Last-Event-ID": "yesterday"}, want: 400},
 		{op: "GET /events", path: "/events", want: 429, fx: "limits"},
+		{op: "POST /workflows/{name}/runs", method: "POST", path: "/workflows/slow/runs", want: 429, valid: true, fx: "limits"},
+		{op: "POST /runs/{id}/retry", method: "POST", path: "/runs/" + lfFailed + "/retry", want: 429, valid: true, fx: "limits"},
+		{op: "POST /workflows", method: "POST", path: "/workflows", body: "name: managed\ntasks:\n  b: {executor: noop}\n", header: map[string]string{"Content-Type": "application/yaml"}, want: 409, valid: true},
+		{op: "POST /workflows/batch", method: "POST", path: "/workflows/batch", body: `{"workflows": [{"source": "name: b1\ntasks:\n  a: {executor: noop}\n"}, {"source": "name: b2\ntasks:\n  a: {executor: noop}\n"}]}`, want: 200, valid: true},
+		{op: "POST /workflows/batch", method: "POST", path: "/workflows/batch", body: `{"workflows": [{"source": "name: b3\ntasks: {}\n"}]}`, want: 400, valid: true},
+		{op: "POST /workflows/batch", method: "POST", path: "/workflows/batch", body: `{"workflows": [{"source": "name: managed\ntasks:\n  a: {command: x}\n"}]}`, want: 409, valid: true},
+		{op: "POST /workflows/batch", method: "POST", path: "/workflows/batch", body: `{"workflows": [{"source": "` + strings.Repeat("x", 17<<20) + `"}]}`, want: 413},
+		{op: "POST /workflows/{name}/alerts/test", method: "POST", path: "/workflows/alerted/alerts/test", want: 200, valid: true},
+		{op: "POST /workflows/{name}/alerts/test", method: "POST", path: "/workflows/nope/alerts/test", want: 404, valid: true},
+		{op: "GET /alerts", path: "/alerts?limit=10", want: 200, valid: true},
+		{op: "GET /alerts", path: "/alerts?limit=lots", want: 400},
+		{op: "GET /summary", path: "/summary", want: 200, valid: true},
+		{op: "GET /", path: "/", want: 302, valid: true},
+		{op: "GET /ui/", path: "/ui/", want: 200, valid: true},
+		{op: "GET /ui/runs", path: "/ui/runs?workflow=echo&status=failed", want: 200, valid: true},
+		{op: "GET /ui/runs/{id}", path: "/ui/runs/" + done, want: 200, valid: true},
+		{op: "GET /ui/workflows/{name}", path: "/ui/workflows/w", want: 200, valid: true},
+		{op: "GET /ui/assets/{file}", path: "/ui/assets/app.js", want: 200, valid: true},
+		{op: "GET /ui/assets/{file}", path: "/ui/assets/app.js", header: map[string]string{"If-None-Match": etag}, want: 304, valid: true},
+		{op: "GET /ui/assets/{file}", path: "/ui/assets/nope.js", want: 404, valid: true},
+		{op: "POST /ui/login", method: "POST", path: "/ui/login", body: `{"token": "` + conformToken + `"}`, want: 200, valid: true, fx: "token", anonymous: true},
+		{op: "POST /ui/login", method: "POST", path: "/ui/login", body: `{"token": "wrong"}`, want: 401, valid: true, fx: "token", anonymous: true},
+		{op: "POST /ui/login", method: "POST", path: "/ui/login", body: `{"token": `, want: 400, fx: "token", anonymous: true},
+		{op: "POST /ui/logout", method: "POST", path: "/ui/logout", want: 204, valid: true},
 	}
 	return append(cases, generatedCases(t, f, map[string]string{"{name}": "w", "{id}": done})...)
 }
@@ -320,6 +372,9 @@ func generatedCases(t *testing.T, f *fixture, values map[string]string) []openAP
 		c := openAPICase{op: method + " " + path, method: method, path: concrete}
 		switch status {
 		case "401":
+			if path == "/ui/login" {
+				continue // a wrong token, not a missing one: a hand-written case
+			}
 			c.want, c.fx = 401, "token"
 		case "403":
 			c.want = 403

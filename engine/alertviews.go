@@ -57,7 +57,7 @@ func (e *Engine) Alerts(limit int) []AlertView {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	list := e.state.AlertList()
-	var out []AlertView
+	out := []AlertView{} // an empty list, never null: the API documents an array
 	for i := len(list) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 		out = append(out, viewAlert(list[i]))
 	}
