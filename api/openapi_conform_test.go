@@ -235,6 +235,9 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 	f.waitStatus(done, "success")
 	failed := f.trigger("fails")
 	f.waitStatus(failed, "failed")
+	f.put("name: chain\ntasks:\n  a: {command: 'exit 3'}\n  b: {executor: noop, depends_on: [a]}\n")
+	chain := f.trigger("chain")
+	f.waitStatus(chain, "failed")
 	running := f.trigger("slow")
 	f.waitTasks(running, "slow running", func(ts map[string]engine.TaskView) bool { return ts["a"].Status == "running" })
 	cancelMe := f.trigger("slow")
@@ -346,6 +349,10 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "POST /ui/login", method: "POST", path: "/ui/login", body: `{"token": "` + conformToken + `"}`, want: 200, valid: true, fx: "token", anonymous: true},
 		{op: "POST /ui/login", method: "POST", path: "/ui/login", body: `{"token": "wrong"}`, want: 401, valid: true, fx: "token", anonymous: true},
 		{op: "POST /ui/login", method: "POST", path: "/ui/login", body: `{"token": `, want: 400, fx: "token", anonymous: true},
+		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/a/mark", body: `{"status": "success"}`, want: 200, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/a/mark", body: `{"status": "maybe"}`, want: 400},
+		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/nope/mark", body: `{"status": "success"}`, want: 404, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + done + "/tasks/a/mark", body: `{"status": "success"}`, want: 409, valid: true},
 		{op: "POST /ui/logout", method: "POST", path: "/ui/logout", want: 204, valid: true},
 	}
 	return append(cases, generatedCases(t, f, map[string]string{"{name}": "w", "{id}": done})...)
