@@ -353,6 +353,32 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/a/mark", body: `{"status": "maybe"}`, want: 400},
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/nope/mark", body: `{"status": "success"}`, want: 404, valid: true},
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + done + "/tasks/a/mark", body: `{"status": "success"}`, want: 409, valid: true},
+		{op: "GET /api/runs", path: "/api/runs?limit=10&offset=0&status=success&workflow=echo", want: 200, valid: true},
+		{op: "GET /api/runs", path: "/api/runs?offset=-1", want: 400},
+		{op: "POST /api/runs", method: "POST", path: "/api/runs", body: `{"workflow": "w"}`, want: 200, valid: true},
+		{op: "POST /api/runs", method: "POST", path: "/api/runs", body: `{}`, want: 400},
+		{op: "POST /api/runs", method: "POST", path: "/api/runs", body: `{"workflow": "nope"}`, want: 404, valid: true},
+		{op: "POST /api/runs", method: "POST", path: "/api/runs", body: `{"workflow": "slow"}`, want: 429, valid: true, fx: "limits"},
+		{op: "GET /api/runs/{id}", path: "/api/runs/" + done, want: 200, valid: true},
+		{op: "GET /api/runs/{id}", path: "/api/runs/not-a-uuid", want: 400},
+		{op: "GET /api/runs/{id}", path: "/api/runs/" + missing, want: 404, valid: true},
+		{op: "POST /api/runs/{id}/cancel", method: "POST", path: "/api/runs/" + running + "/cancel", want: 200, valid: true},
+		{op: "POST /api/runs/{id}/cancel", method: "POST", path: "/api/runs/not-a-uuid/cancel", want: 400},
+		{op: "POST /api/runs/{id}/cancel", method: "POST", path: "/api/runs/" + missing + "/cancel", want: 404, valid: true},
+		{op: "POST /api/runs/{id}/cancel", method: "POST", path: "/api/runs/" + done + "/cancel", want: 409, valid: true},
+		{op: "GET /api/workflows", path: "/api/workflows?search=ECH&limit=5&offset=0", want: 200, valid: true},
+		{op: "GET /api/workflows", path: "/api/workflows?limit=-3", want: 400},
+		{op: "POST /api/workflows", method: "POST", path: "/api/workflows", body: `{"yaml": "name: orky\ntasks:\n  a: {executor: noop}\n", "project": "p", "region": "r"}`, want: 200, valid: true},
+		{op: "POST /api/workflows", method: "POST", path: "/api/workflows", body: `{"yaml": "name: orky\ntasks: {}\n"}`, want: 400},
+		{op: "POST /api/workflows", method: "POST", path: "/api/workflows", body: `{"yaml": "name: w\ntasks:\n  a: {executor: noop}\n", "replace": false}`, want: 409, valid: true},
+		{op: "POST /api/workflows", method: "POST", path: "/api/workflows", body: `{"yaml": "` + big + `"}`, want: 413},
+		{op: "GET /api/workflows/{name}", path: "/api/workflows/cron", want: 200, valid: true},
+		{op: "GET /api/workflows/{name}", path: "/api/workflows/-bad", want: 400},
+		{op: "GET /api/workflows/{name}", path: "/api/workflows/nope", want: 404, valid: true},
+		{op: "PATCH /api/workflows/{name}/schedule", method: "PATCH", path: "/api/workflows/cron/schedule", body: `{"enabled": false}`, want: 200, valid: true},
+		{op: "PATCH /api/workflows/{name}/schedule", method: "PATCH", path: "/api/workflows/cron/schedule", body: `{}`, want: 400},
+		{op: "PATCH /api/workflows/{name}/schedule", method: "PATCH", path: "/api/workflows/nope/schedule", body: `{"enabled": true}`, want: 404, valid: true},
+		{op: "PATCH /api/workflows/{name}/schedule", method: "PATCH", path: "/api/workflows/w/schedule", body: `{"enabled": true}`, want: 409, valid: true},
 		{op: "POST /ui/logout", method: "POST", path: "/ui/logout", want: 204, valid: true},
 	}
 	return append(cases, generatedCases(t, f, map[string]string{"{name}": "w", "{id}": done})...)
@@ -392,6 +418,9 @@ func generatedCases(t *testing.T, f *fixture, values map[string]string) []openAP
 			}
 		case "405":
 			c.method, c.want = "PATCH", 405
+			if method == "PATCH" {
+				c.method = "PUT"
+			}
 		default:
 			continue
 		}
