@@ -222,3 +222,67 @@ tasks:
 		t.Errorf("bad: %s attempt %d: %s", bad.Status, bad.Attempt, bad.Error)
 	}
 }
+
+// TestDeferredTaskShutdownAndCancel: a shutdown stops the polling of a
+// deferred task (a mock:// job that never ends) without ending its
+// attempt, which the next boot polls again; cancelling the run then stops
+// it, and the task ends cancelled.
+func TestDeferredTaskShutdownAndCancel(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte(deferTasks), 0o644)
+	spec, err := workflow.Parse(filepath.Join(dir, "forever.yaml"), []byte(`name: forever
+tasks:
+  wait:
+    executor: python
+    file: tasks.py
+    function: mock
+    inputs: {url: {const: "mock://running/j3"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	beats := make(chan struct{}, 1)
+	tracker := &trackers{ex: &beating{executors.NewDeferred(executors.DeferredConfig{PollInterval: time.Millisecond}), beats}}
+	data := t.TempDir()
+	e := openDeferring(t, data, tracker)
+	put(t, e, spec)
+	id := trigger(t, e, "forever")
+	<-beats // polled once, still running
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openDeferring(t, data, tracker)
+	defer e.Close()
+	for len(beats) > 0 {
+		<-beats
+	}
+	<-beats // the shutdown left it deferred: polled again
+	if run, _ := e.Run(id); run.Tasks[0].Status != "running" || run.Tasks[0].Attempt != 1 {
+		t.Fatalf("after a shutdown: %s, attempt %d", run.Tasks[0].Status, run.Tasks[0].Attempt)
+	}
+	if _, err := e.CancelRun(id); err != nil {
+		t.Fatal(err)
+	}
+	run, err := e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "cancelled" || run.Tasks[0].Status != "cancelled" {
+		t.Fatalf("run: %+v, %v", run, err)
+	}
+}
+
+// beating signals each heartbeat of the jobs it tracks.
+type beating struct {
+	ex    executors.Executor
+	beats chan struct{}
+}
+
+func (b *beating) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
+	return b.ex.Start(job, func(ev executors.Event) {
+		if ev.Kind == executors.Heartbeat {
+			select {
+			case b.beats <- struct{}{}:
+			default:
+			}
+		}
+		report(ev)
+	})
+}
