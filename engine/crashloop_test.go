@@ -161,3 +161,54 @@ func TestCrashLoopCountsOnlyStartedAttempts(t *testing.T) {
 		e.Close()
 	})
 }
+
+// TestBootSnapshotPrunes: the snapshot a boot writes after a crash loop
+// drops finished runs by --keep-runs, as every snapshot does. A daemon
+// stopped right after such a boot has nothing new to snapshot at shutdown,
+// so before, it kept every run its short lives had finished (seen as a
+// retention failure of the kill -9 harness).
+func TestBootSnapshotPrunes(t *testing.T) {
+	const compact, keep = 4 << 10, 2
+	dir := t.TempDir()
+	var alive atomic.Bool
+	open := func() *Engine {
+		e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet, CompactBytes: compact, KeepRuns: keep,
+			Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
+			CompactFault: func(step string) error {
+				if step == "start" && alive.Load() {
+					return errors.New("killed during the compaction")
+				}
+				return nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alive.Store(true)
+		e.Start()
+		return e
+	}
+	e := open()
+	put(t, e, diamond("noop"))
+	var ids []string
+	for i := 0; i < 12; i++ { // past --compact-bytes, every compaction cut
+		ids = append(ids, trigger(t, e, "diamond"))
+	}
+	waitFor(t, e, "runs ended or pruned", func() bool {
+		for _, id := range ids {
+			if s := runStatus(e, id); s != "success" && s != "" {
+				return false
+			}
+		}
+		return true
+	})
+	settle(t, e)
+	crash(e)
+	alive.Store(false)
+	e = open() // snapshots at boot
+	e.Close()  // at once: nothing new to snapshot
+	e = open()
+	defer e.Close()
+	if n := len(e.Runs(RunFilter{Workflow: "diamond"})); n > keep {
+		t.Fatalf("%d finished runs of diamond kept after the boot's snapshot, want at most --keep-runs %d", n, keep)
+	}
+}
