@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/executors/notify"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// failingExec fails every attempt at once.
+type failingExec struct{}
+
+func (failingExec) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
+	report(executors.Event{Kind: executors.Started, TaskID: job.TaskID, Attempt: job.Attempt})
+	go report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt, ExitCode: 1, Err: "exit status 1"})
+	return nopHandle{}, nil
+}
+
+// downSender is a target that is down: every send fails.
+type downSender struct{ sends atomic.Int64 }
+
+func (s *downSender) Send(context.Context, *workflow.Alert, *notify.Message) (int, error) {
+	s.sends.Add(1)
+	return 503, errors.New("503 Service Unavailable")
+}
+
+// TestAlertPendingCapPerTarget: a target that is down while 130 runs fail
+// (the per-window throttle set out of the way) keeps at most 100
+// deliveries pending (README, "Storms"); the 30 beyond are recorded as
+// throttled, so the state does not grow with the failures.
+func TestAlertPendingCapPerTarget(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	sender := &downSender{}
+	e := openAlerting(t, dir, clock, failingExec{}, func(c *Config) {
+		c.AlertThrottle, c.AlertSender = 10_000, sender
+	})
+	defer e.Close()
+	spec := hookSpec("w", "http://127.0.0.1:9/hook", workflow.EventFailure)
+	put(t, e, spec)
+	const runs = 130
+	triggerMany(t, e, "w", runs)
+	count := func() (pending, throttled, other int) {
+		for _, a := range e.Alerts(0) {
+			switch a.Deliveries[0].Status {
+			case "pending":
+				pending++
+			case "throttled":
+				throttled++
+			default:
+				other++
+			}
+		}
+		return
+	}
+	waitFor(t, e, "every run's alert", func() bool { p, th, o := count(); return p+th+o == runs })
+	pending, throttled, other := count()
+	e.mu.RLock()
+	inState := e.state.PendingTo(spec.Alerts[0].Key())
+	e.mu.RUnlock()
+	if pending != maxPendingPerTarget || throttled != runs-maxPendingPerTarget || other != 0 || inState != maxPendingPerTarget {
+		t.Fatalf("%d pending (state: %d), %d throttled, %d other; want %d pending, %d throttled",
+			pending, inState, throttled, other, maxPendingPerTarget, runs-maxPendingPerTarget)
+	}
+	if sender.sends.Load() == 0 {
+		t.Fatal("no send was tried")
+	}
+}
