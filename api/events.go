@@ -223,9 +223,13 @@ type sseWriter struct {
 }
 
 type pendingEvent struct {
-	id   string
-	data []byte // shared by every stream (EventBatch.JSON)
-	gone bool
+	frame []byte // shared by every stream (EventBatch.Framed)
+	gone  bool
+}
+
+// frameEvent is an event as every stream sends it.
+func frameEvent(dst []byte, ev *engine.Event, data []byte) []byte {
+	return appendEvent(dst, ev.ID, "", data)
 }
 
 type taskKey struct{ run, task string }
@@ -245,7 +249,7 @@ func (st *sseWriter) add(b *engine.EventBatch) {
 			continue
 		}
 		if data == nil {
-			data = b.JSON()
+			data = b.Framed(frameEvent)
 		}
 		if st.filter.latest && ev.Task != "" {
 			k := taskKey{ev.Run, ev.Task}
@@ -256,7 +260,7 @@ func (st *sseWriter) add(b *engine.EventBatch) {
 			}
 			st.slot[k] = len(st.pending)
 		}
-		st.pending = append(st.pending, pendingEvent{id: ev.ID, data: data[i]})
+		st.pending = append(st.pending, pendingEvent{frame: data[i]})
 	}
 }
 
@@ -279,9 +283,16 @@ func (st *sseWriter) drain(sub *engine.Subscription) bool {
 
 // flush sends what add gathered.
 func (st *sseWriter) flush() error {
+	size := len(st.buf)
+	for _, p := range st.pending {
+		size += len(p.frame)
+	}
+	if size > cap(st.buf) {
+		st.buf = append(make([]byte, 0, size), st.buf...)
+	}
 	for i, p := range st.pending {
 		if !p.gone {
-			st.buf = appendEvent(st.buf, p.id, "", p.data)
+			st.buf = append(st.buf, p.frame...)
 		}
 		st.pending[i] = pendingEvent{}
 	}

@@ -208,23 +208,34 @@ func runEvent(st *replay.State, id, wf, typ, status string, at int64) Event {
 	return Event{Type: typ, Run: id, Workflow: wf, Status: status, At: ts(at)}
 }
 
-// EventBatch is the events of one log entry. JSON encodes each once, for
+// EventBatch is the events of one log entry. Framed encodes each once, for
 // every subscriber that sends them.
 type EventBatch struct {
 	Events []Event
 	once   sync.Once
-	json   [][]byte
+	framed [][]byte
 }
 
-// JSON returns each event's JSON encoding, made on the first call.
-func (b *EventBatch) JSON() [][]byte {
+// Framed returns each event as frame makes it from its JSON encoding
+// (GET /events: an SSE event), made on the first call, in one array.
+// Every caller passes the same frame.
+func (b *EventBatch) Framed(frame func(dst []byte, ev *Event, data []byte) []byte) [][]byte {
 	b.once.Do(func() {
-		b.json = make([][]byte, len(b.Events))
+		var all []byte
+		ends := make([]int, len(b.Events))
 		for i := range b.Events {
-			b.json[i], _ = json.Marshal(&b.Events[i]) // an Event always encodes
+			data, _ := json.Marshal(&b.Events[i]) // an Event always encodes
+			all = frame(all, &b.Events[i], data)
+			ends[i] = len(all)
+		}
+		b.framed = make([][]byte, len(b.Events))
+		start := 0
+		for i, end := range ends {
+			b.framed[i] = all[start:end:end]
+			start = end
 		}
 	})
-	return b.json
+	return b.framed
 }
 
 // Subscription receives the events committed after From, a batch per log
