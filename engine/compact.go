@@ -368,20 +368,23 @@ func (e *Engine) Compact() error { return e.snapshotNow(true) }
 // of every earlier life, and boots get longer with each crash. With it, a
 // boot replays at most what one life logged since the newest snapshot
 // (docs/format.md, "Snapshot and truncation"): nothing else is appended
-// while it runs. Like every snapshot it drops finished runs by retention:
-// a daemon stopped right after this boot has nothing new to snapshot at
-// shutdown, and would otherwise keep every run its short lives finished.
-// A failure (a full disk) is logged and the boot goes on: the log is
-// whole, and the loop's compactions try again.
+// while it runs. It prunes nothing: a boot writes only the records of its
+// interrupted attempts (the power-loss harness holds it to that); Close
+// prunes instead, even when nothing was logged since (bootSnapshotted), so
+// that a daemon stopped right after such a boot keeps no more finished
+// runs than the settings allow. A failure (a full disk) is logged and the
+// boot goes on: the log is whole, and the loop's compactions try again.
 func (e *Engine) compactAtBoot() {
 	if e.cfg.CompactBytes <= 0 || e.logBytes < e.cfg.CompactBytes {
 		return
 	}
 	e.log.Info("the log since the newest snapshot is past --compact-bytes: snapshot before serving",
 		"bytes", e.logBytes, "compact_bytes", e.cfg.CompactBytes)
-	if err := e.snapshotNow(true); err != nil {
+	if err := e.snapshotNow(false); err != nil {
 		e.log.Error("snapshot at boot failed; the loop will try again", "err", err)
+		return
 	}
+	e.bootSnapshotted = true
 }
 
 // snapshotNow writes a snapshot of the state at the last index, pruning

@@ -162,10 +162,10 @@ func TestCrashLoopCountsOnlyStartedAttempts(t *testing.T) {
 	})
 }
 
-// TestBootSnapshotPrunes: the snapshot a boot writes after a crash loop
-// drops finished runs by --keep-runs, as every snapshot does. A daemon
-// stopped right after such a boot has nothing new to snapshot at shutdown,
-// so before, it kept every run its short lives had finished (seen as a
+// TestBootSnapshotPrunes: a daemon stopped right after a boot that wrote a
+// snapshot (a crash loop) drops finished runs by --keep-runs at its clean
+// stop, though it logged nothing since: before, it had nothing new to
+// snapshot and kept every run its short lives had finished (seen as a
 // retention failure of the kill -9 harness).
 func TestBootSnapshotPrunes(t *testing.T) {
 	const compact, keep = 4 << 10, 2

@@ -88,7 +88,11 @@ type Engine struct {
 	copySteps   atomic.Int64 // copy steps taken, for tests
 	stepBudget  int          // runs and tasks a copy step takes: snapshotStep; tests may change it before Start
 	compactions atomic.Int64
-	compactDone chan *compactResult // reports of a compaction that outlived the loop
+	// bootSnapshotted: the boot wrote a snapshot without pruning
+	// (compactAtBoot); Close then compacts, and prunes, even with nothing
+	// logged since.
+	bootSnapshotted bool
+	compactDone     chan *compactResult // reports of a compaction that outlived the loop
 	// What the disk bound depends on besides the settings (see
 	// TestDiskStaysBounded): the most bytes logged between two
 	// compactions' beginnings, and while one was under way, and the
@@ -483,7 +487,7 @@ func (e *Engine) Close() error {
 	for e.compacting { // a background snapshot is still being written
 		e.compacted(<-e.compactDone)
 	}
-	if e.poison.Load() == nil && e.logBytes > 0 {
+	if e.poison.Load() == nil && (e.logBytes > 0 || e.bootSnapshotted) {
 		if err := e.Compact(); err != nil {
 			e.log.Error("snapshot at shutdown failed", "err", err)
 		}
