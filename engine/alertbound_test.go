@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/executors/notify"
@@ -68,4 +70,64 @@ func TestAlertPendingCapPerTarget(t *testing.T) {
 	if sender.sends.Load() == 0 {
 		t.Fatal("no send was tried")
 	}
+}
+
+// TestAlertSlowReceiverDoesNotSlowTheLoop: a webhook that holds every
+// request until the test releases it (and a send timeout of an hour, so
+// nothing gives up on it meanwhile) does not hold the engine: while its
+// first requests hang, 30 more runs are triggered and all succeed. Once
+// released, every run's alert is delivered.
+func TestAlertSlowReceiverDoesNotSlowTheLoop(t *testing.T) {
+	dir, clock := t.TempDir(), &fakeClock{}
+	rcv := newReceiver(t, nil)
+	rcv.hold = make(chan struct{})
+	e := openAlerting(t, dir, clock, executors.Noop{}, func(c *Config) {
+		c.AlertThrottle = 10_000
+		c.AlertSender = notify.New(notify.Config{Now: clock.Now, Timeout: time.Hour,
+			Getenv: func(name string) string { return map[string]string{"HOOK_SECRET": hookSecret}[name] }})
+	})
+	t.Cleanup(func() { e.Close() })
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(rcv.hold) }) }) // before the Close, if the test fails
+	put(t, e, hookSpec("w", rcv.srv.URL, workflow.EventSuccess))
+	first := trigger(t, e, "w")
+	<-rcv.seen // the first alert's send reached the receiver, which holds it
+	// Triggered beside the test, which waits with a deadline: a loop
+	// stuck in a send would never answer them.
+	var mu sync.Mutex
+	ids := []string{first}
+	go func() {
+		for range 30 {
+			id, err := e.Trigger("w", nil, "test")
+			if err != nil {
+				t.Errorf("trigger: %v", err)
+				return
+			}
+			mu.Lock()
+			ids = append(ids, id)
+			mu.Unlock()
+		}
+	}()
+	waitFor(t, e, "31 runs to succeed while the receiver holds its requests", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			if runStatus(e, id) != "success" {
+				return false
+			}
+		}
+		return len(ids) == 31
+	})
+	if n := len(rcv.deliveries()); n > maxAlertSends {
+		t.Fatalf("%d requests in flight, want at most %d", n, maxAlertSends)
+	}
+	release.Do(func() { close(rcv.hold) })
+	waitFor(t, e, "every alert delivered once released", func() bool {
+		for _, id := range ids {
+			if a := runAlerts(e, id); len(a) != 1 || a[0].Deliveries[0].Status != "delivered" {
+				return false
+			}
+		}
+		return true
+	})
 }
