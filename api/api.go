@@ -145,6 +145,7 @@ func (s *Server) register() {
 	s.handle("GET /summary", s.summary)
 	s.registerUI()
 	s.registerOrk()
+	s.registerPause()
 }
 
 // Routes lists the registered method and path patterns ("GET /runs/{id}").

@@ -29,6 +29,10 @@ func TestTokenRequired(t *testing.T) {
 		{"GET", "/api/runs"}, {"POST", "/api/runs"}, {"GET", "/api/runs/" + id}, {"POST", "/api/runs/" + id + "/cancel"},
 		{"GET", "/api/workflows"}, {"POST", "/api/workflows"}, {"GET", "/api/workflows/w"},
 		{"PATCH", "/api/workflows/w/schedule"},
+		{"POST", "/runs/" + id + "/pause"}, {"POST", "/runs/" + id + "/resume"},
+		{"POST", "/runs/" + id + "/tasks/t/pause"}, {"POST", "/runs/" + id + "/tasks/t/resume"},
+		{"POST", "/api/runs/" + id + "/pause"}, {"POST", "/api/runs/" + id + "/resume"},
+		{"POST", "/api/tasks/" + id + ":t/pause"}, {"POST", "/api/tasks/" + id + ":t/resume"},
 	}
 	if len(endpoints) < len(f.api.Routes())-len(uiRoutes) { // the page's routes: TestUIPagesAndSession
 		t.Fatalf("%d routes, %d in the test: add the new ones", len(f.api.Routes()), len(endpoints))

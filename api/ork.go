@@ -156,8 +156,17 @@ func orkLimits(r *http.Request, def, maxOffset int) (limit, offset int, err erro
 	return min(limit, orkMaxLimit), offset, err
 }
 
+// orkStatus is a run's or task's status as Ork words it: "paused" while
+// a pause holds it.
+func orkStatus(status string, paused bool) string {
+	if paused && (status == "pending" || status == "running") {
+		return "paused"
+	}
+	return status
+}
+
 func orkRunOf(v engine.RunView) orkRunItem {
-	return orkRunItem{ID: v.ID, Workflow: v.Workflow, Status: v.Status, CreatedAt: orkTime(v.CreatedAt),
+	return orkRunItem{ID: v.ID, Workflow: v.Workflow, Status: orkStatus(v.Status, v.Paused), CreatedAt: orkTime(v.CreatedAt),
 		StartedAt: orkTimep(v.StartedAt), FinishedAt: orkTimep(v.FinishedAt)}
 }
 
@@ -234,7 +243,7 @@ func (s *Server) orkRun(w http.ResponseWriter, r *http.Request) {
 		if t.Status == "failed" && out.Run.Error == nil {
 			out.Run.Error = orkText(t.Name + ": " + t.Error)
 		}
-		out.Tasks = append(out.Tasks, orkTaskInfo{ID: t.ID, Name: t.Name, Status: t.Status, Executor: executors[t.Task],
+		out.Tasks = append(out.Tasks, orkTaskInfo{ID: t.ID, Name: t.Name, Status: orkStatus(t.Status, t.Paused && t.Status == "pending"), Executor: executors[t.Task],
 			DependsOn: orNone(t.DependsOn), StartedAt: orkTimep(t.StartedAt), FinishedAt: orkTimep(t.FinishedAt),
 			DispatchedAt: orkTimep(t.DispatchedAt), Output: orNull(t.Output), Error: orkText(t.Error)})
 	}

@@ -3,8 +3,13 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/engine"
 )
 
 // orkYAML is a small workflow file as Ork's clients send it.
@@ -179,5 +184,79 @@ func TestOrkAPISchedule(t *testing.T) {
 	}
 	if v, _ := f.eng.Workflow("nightly"); v.Schedule == nil || v.Schedule.Paused || v.Schedule.Cron != "0 3 * * *" {
 		t.Fatalf("a refused PATCH changed the schedule: %+v", v.Schedule)
+	}
+}
+
+// TestPauseRoutes: a run paused through Ork's route shows "paused", lets
+// its running task finish and starts nothing more; a task paused through
+// orkwal's route (and Ork's, by its id) waits after the run resumes; the
+// resumes let the run end.
+func TestPauseRoutes(t *testing.T) {
+	f := newFixture(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	yaml := fmt.Sprintf("name: held\ntasks:\n  a: {command: \"while [ ! -e %s ]; do sleep 0.05; done\"}\n  b: {executor: noop, depends_on: [a]}\n  c: {executor: noop, depends_on: [a]}\n", gate)
+	f.orkRequest("POST", "/api/workflows", orkBody(map[string]string{"yaml": yaml}), nil)
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	f.orkRequest("POST", "/api/runs", `{"workflow": "held"}`, &started)
+	id := started.RunID
+	f.waitFor(func() bool { v, _ := f.eng.Run(id); return len(v.Tasks) > 0 && v.Tasks[0].Status == "running" })
+	f.orkRequest("POST", "/api/runs/"+id+"/pause", "", nil)
+	var run engine.RunView
+	f.orkRequest("POST", "/runs/"+id+"/tasks/c/pause", "", &run)
+	if !run.Paused || !run.Tasks[2].Paused {
+		t.Fatalf("after the pauses: run %v, c %v", run.Paused, run.Tasks[2].Paused)
+	}
+	if code, body := f.do("POST", "/api/tasks/"+id+":a/pause", ""); code != 409 {
+		t.Fatalf("pausing a running task: %d %s, want 409", code, body)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(func() bool { v, _ := f.eng.Run(id); return v.Tasks[0].Status == "success" })
+	var detail orkRunDetail
+	f.orkRequest("GET", "/api/runs/"+id, "", &detail)
+	if detail.Run.Status != "paused" || detail.Tasks[1].Status != "pending" || detail.Tasks[2].Status != "paused" {
+		t.Fatalf("paused run: %s, b %s, c %s", detail.Run.Status, detail.Tasks[1].Status, detail.Tasks[2].Status)
+	}
+	f.orkRequest("POST", "/runs/"+id+"/resume", "", &run)
+	f.waitFor(func() bool { v, _ := f.eng.Run(id); return v.Tasks[1].Status == "success" })
+	if v, _ := f.eng.Run(id); v.Tasks[2].Status != "pending" || v.Status == "success" {
+		t.Fatalf("c ran while paused: %s, run %s", v.Tasks[2].Status, v.Status)
+	}
+	f.orkRequest("POST", "/api/tasks/"+id+":c/resume", "", nil)
+	if r := f.waitRun(id); r.Status != "success" {
+		t.Fatalf("run %s after the resumes", r.Status)
+	}
+	for _, c := range []struct {
+		path string
+		code int
+	}{
+		{"/api/runs/" + id + "/pause", 409},
+		{"/api/tasks/" + id + "/pause", 400},
+		{"/api/tasks/nope:c/pause", 400},
+		{"/api/tasks/01a20513-4449-7a72-88e6-f0b8c447588e:c/pause", 404},
+	} {
+		if code, body := f.do("POST", c.path, ""); code != c.code {
+			t.Errorf("POST %s: %d %s, want %d", c.path, code, body, c.code)
+		}
+	}
+}
+
+// waitFor blocks until cond holds, woken by the engine's commits.
+func (f *fixture) waitFor(cond func() bool) {
+	f.t.Helper()
+	guard := time.After(20 * time.Second)
+	for {
+		ch := f.eng.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-guard:
+			f.t.Fatal("timed out")
+		}
 	}
 }

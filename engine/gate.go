@@ -107,6 +107,9 @@ func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
 	if t.Status != replay.Pending {
 		return nil
 	}
+	if t.Held() {
+		return []string{"paused: resume it (orkwal resume)"}
+	}
 	if t.Waiting() > 0 {
 		var deps []string
 		for _, d := range t.Deps {

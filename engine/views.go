@@ -64,8 +64,10 @@ type RunView struct {
 	// CancelRequested: a cancel was accepted and the run has not ended yet:
 	// its attempts are being stopped. False once the run has ended (its
 	// status is then final, whatever ended it).
-	CancelRequested bool       `json:"cancel_requested,omitempty"`
-	Tasks           []TaskView `json:"tasks,omitempty"`
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Paused: the run dispatches nothing new until resumed (orkwal pause).
+	Paused bool       `json:"paused,omitempty"`
+	Tasks  []TaskView `json:"tasks,omitempty"`
 	// Alerts raised about the run, with their deliveries (with the tasks).
 	Alerts []AlertView `json:"alerts,omitempty"`
 }
@@ -87,6 +89,7 @@ type TaskView struct {
 	NotBefore     *time.Time      `json:"not_before,omitempty"`
 	WaitingOn     []string        `json:"waiting_on,omitempty"` // why a pending task is not running (seed 004's waiting causes)
 	Interruptions int             `json:"interruptions,omitempty"`
+	Paused        bool            `json:"paused,omitempty"` // not dispatched until resumed (orkwal pause RUN TASK)
 	PID           int             `json:"pid,omitempty"`
 	ExitCode      *int            `json:"exit_code,omitempty"`
 	Error         string          `json:"error,omitempty"`
@@ -165,7 +168,8 @@ func (e *Engine) viewSchedule(sc *replay.Schedule, spec *workflow.Schedule) *Sch
 func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 	v := RunView{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Status: string(r.Status),
 		Trigger: r.Trigger, ScheduledAt: tsp(r.ScheduledAt), Params: r.Params, CreatedAt: ts(r.CreatedAt),
-		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested && !r.Status.Finished()}
+		StartedAt: tsp(r.StartedAt), FinishedAt: tsp(r.FinishedAt), CancelRequested: r.CancelRequested && !r.Status.Finished(),
+		Paused: r.Paused}
 	if withTasks {
 		g := newGate(e, e.cfg.Clock.Now().UnixNano())
 		v.Tasks = make([]TaskView, len(r.Tasks))
@@ -183,7 +187,7 @@ func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
 		PID: t.PID, Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
 		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t, g),
-		AttemptHistory: viewAttempts(t.Attempts)}
+		AttemptHistory: viewAttempts(t.Attempts), Paused: t.Paused}
 	if t.Parent >= 0 {
 		i := t.Instance
 		v.Instance, v.DependsOn = &i, nil

@@ -40,6 +40,8 @@ func (s *State) Apply(r Record) error {
 		return s.applyRunRetried(r)
 	case *TaskMarked:
 		return s.applyTaskMarked(r)
+	case *RunPaused:
+		return s.applyRunPaused(r)
 	case *CronFired:
 		return s.applyCronFired(r)
 	case *SchedulePaused:

@@ -101,6 +101,7 @@ func (s *State) maybeFinishRun(run *Run, at int64) {
 		return
 	}
 	s.touchRun(run)
+	s.unpause(run)
 	if run.Status == RunRunning {
 		s.activeRuns[run.Workflow]--
 	}

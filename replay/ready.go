@@ -66,7 +66,7 @@ func (q *readyQueue) init() {
 
 // push makes t ready.
 func (q *readyQueue) push(t *Task) {
-	if t.queued {
+	if t.queued || t.Held() { // a pause holds it (pause.go)
 		return
 	}
 	t.queued = true

@@ -29,6 +29,7 @@ const (
 	KindAlertDelivered  Kind = 14
 	KindTaskMarked      Kind = 15
 	KindTaskDeferred    Kind = 16
+	KindRunPaused       Kind = 17
 )
 
 var kindNames = map[Kind]string{
@@ -48,6 +49,7 @@ var kindNames = map[Kind]string{
 	KindAlertDelivered:  "alert_delivered",
 	KindTaskMarked:      "task_marked",
 	KindTaskDeferred:    "task_deferred",
+	KindRunPaused:       "run_paused",
 }
 
 func (k Kind) String() string {
@@ -292,6 +294,8 @@ func newRecord(k Kind) (Record, error) {
 		return &TaskMarked{}, nil
 	case KindTaskDeferred:
 		return &TaskDeferred{}, nil
+	case KindRunPaused:
+		return &RunPaused{}, nil
 	}
 	return nil, fmt.Errorf("replay: unknown record kind %d", uint8(k))
 }

@@ -59,6 +59,10 @@ type Snapshot struct {
 	// (task_deferred), as [run, task] positions; absent when none, and
 	// from snapshots written before it.
 	Deferred [][2]int `msgpack:",omitempty"`
+	// Paused lists the paused runs and tasks (run_paused) as [run, task]
+	// positions, task -1 for the run itself; absent when none, and from
+	// snapshots written before it.
+	Paused [][2]int `msgpack:",omitempty"`
 
 	// copies are the runs as value copies, taken under the engine's lock
 	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
@@ -111,6 +115,7 @@ type SnapRun struct {
 	StartedAt       int64
 	FinishedAt      int64
 	CancelRequested bool
+	Paused          bool `msgpack:"-"` // encoded apart, in Snapshot.Paused
 	Tasks           []SnapTask
 	IdemKey         string
 }
@@ -140,6 +145,7 @@ type SnapTask struct {
 	Error         string
 	Output        []byte
 	Deferred      bool `msgpack:"-"` // encoded apart, in Snapshot.Deferred
+	Paused        bool `msgpack:"-"` // encoded apart, in Snapshot.Paused
 	DispatchedAt  int64
 	StartedAt     int64
 	FinishedAt    int64
@@ -232,7 +238,7 @@ func (snap *Snapshot) flatten() error {
 func snapRunFields(r *Run) SnapRun {
 	return SnapRun{ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
 		Trigger: r.Trigger, ScheduledAt: r.ScheduledAt, Queued: r.Queued, Status: r.Status, CreatedAt: r.CreatedAt,
-		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested, IdemKey: r.IdemKey}
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CancelRequested: r.CancelRequested, IdemKey: r.IdemKey, Paused: r.Paused}
 }
 
 // snapTask is a task's persisted fields.
@@ -241,7 +247,7 @@ func snapTask(t *Task) SnapTask {
 		Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
 		Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
 		Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
-		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, Deferred: t.Deferred, DispatchedAt: t.DispatchedAt,
+		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, Deferred: t.Deferred, Paused: t.Paused, DispatchedAt: t.DispatchedAt,
 		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps, Attempts: t.Attempts}
 }
 
@@ -265,9 +271,15 @@ type SnapAttempts struct {
 // gatherAttempts moves the tasks' attempt histories to snap.Attempts,
 // and their deferred marks to snap.Deferred.
 func (snap *Snapshot) gatherAttempts() {
-	snap.Attempts, snap.Deferred = nil, nil
+	snap.Attempts, snap.Deferred, snap.Paused = nil, nil, nil
 	for i := range snap.Runs {
+		if snap.Runs[i].Paused {
+			snap.Paused = append(snap.Paused, [2]int{i, -1})
+		}
 		for j, t := range snap.Runs[i].Tasks {
+			if t.Paused {
+				snap.Paused = append(snap.Paused, [2]int{i, j})
+			}
 			if len(t.Attempts) > 0 {
 				snap.Attempts = append(snap.Attempts, SnapAttempts{Run: i, Task: j, Ends: t.Attempts})
 			}
@@ -291,6 +303,16 @@ func (snap *Snapshot) scatterAttempts() error {
 			return fmt.Errorf("replay: snapshot: deferred task %d of run %d, which is not there", d[1], d[0])
 		}
 		snap.Runs[d[0]].Tasks[d[1]].Deferred = true
+	}
+	for _, p := range snap.Paused {
+		switch {
+		case p[0] < 0 || p[0] >= len(snap.Runs) || p[1] < -1 || p[1] >= len(snap.Runs[p[0]].Tasks):
+			return fmt.Errorf("replay: snapshot: paused task %d of run %d, which is not there", p[1], p[0])
+		case p[1] == -1:
+			snap.Runs[p[0]].Paused = true
+		default:
+			snap.Runs[p[0]].Tasks[p[1]].Paused = true
+		}
 	}
 	return nil
 }
@@ -442,14 +464,14 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 	run := &Run{ID: sr.ID, Seq: sr.Seq, Workflow: sr.Workflow, Version: sr.Version, Spec: spec, Params: sr.Params,
 		Trigger: sr.Trigger, ScheduledAt: sr.ScheduledAt, Queued: sr.Queued, Status: sr.Status,
 		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested,
-		IdemKey: sr.IdemKey}
+		IdemKey: sr.IdemKey, Paused: sr.Paused}
 	run.Tasks = make([]*Task, len(sr.Tasks))
 	for i, st := range sr.Tasks {
 		run.Tasks[i] = &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
 			Attempt: st.Attempt, Failures: st.Failures, Interruptions: st.Interruptions, NotBefore: st.NotBefore,
 			MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent, Instance: st.Instance, Count: st.Count,
 			Item: st.Item, Instances: st.Instances, Expanded: st.Expanded, PID: st.PID, StartTime: st.StartTime,
-			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, Deferred: st.Deferred, DispatchedAt: st.DispatchedAt,
+			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, Deferred: st.Deferred, Paused: st.Paused, DispatchedAt: st.DispatchedAt,
 			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Deps: st.Deps, Attempts: st.Attempts}
 	}
 	return run

@@ -140,6 +140,8 @@ type Run struct {
 	// CancelRequested: a cancel was accepted; the run ends cancelled once
 	// its attempts in flight have stopped.
 	CancelRequested bool
+	// Paused: the run dispatches nothing new (run_paused).
+	Paused bool
 
 	active   int   // derived: tasks not terminal
 	failed   int   // derived: failed tasks
@@ -179,6 +181,7 @@ type Task struct {
 	ExitCode     int
 	Error        string
 	Output       []byte
+	Paused       bool // not dispatched while set (run_paused)
 	Deferred     bool // a running attempt whose process ended deferring its work (task_deferred); Output holds its descriptors
 	DispatchedAt int64
 	StartedAt    int64

@@ -417,7 +417,7 @@ function localInput(iso) {
 
 function runRow(r) {
   return h('tr', { 'data-run': r.id },
-    h('td', {}, badge(r.cancel_requested && !['success', 'failed', 'cancelled'].includes(r.status) ? 'cancelling' : r.status)),
+    h('td', {}, badge(runStatus(r))),
     h('td', {}, h('a', { href: '/ui/runs/' + r.id, class: 'mono' }, r.id.slice(0, 8))),
     h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', h('span', { class: 'muted' }, 'v' + r.version)),
     h('td', {}, r.trigger || ''),
@@ -477,7 +477,9 @@ const pageRun = catching(async (id) => {
 function isFanout(run, t) { return t.instance == null && (t.instances > 0 || run.tasks.some((x) => x.task === t.name && x.instance != null)); }
 
 function runStatus(r) {
-  return r.cancel_requested && !['success', 'failed', 'cancelled'].includes(r.status) ? 'cancelling' : r.status;
+  const ended = ['success', 'failed', 'cancelled'].includes(r.status);
+  if (r.cancel_requested && !ended) return 'cancelling';
+  return r.paused && !ended ? 'paused' : r.status;
 }
 
 function runFacts(r) {
@@ -537,7 +539,7 @@ function instanceList(r, name, sel, pick) {
   return h('div', { class: 'panel' }, h('h2', {}, `Instances of ${name}`, ' ', h('span', { class: 'muted' }, `(${all.length}${all.length > shown.length ? ', the first 500 shown' : ''})`)),
     h('div', { class: 'inst' }, h('table', {}, h('tbody', {}, shown.map((t) => h('tr', { class: t.name === sel ? 'sel' : '', 'data-task': t.name },
       h('td', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); pick(t.name); } }, t.name)),
-      h('td', {}, badge(t.status)), h('td', {}, t.attempt ? 'attempt ' + t.attempt : ''),
+      h('td', {}, badge(t.paused && t.status === 'pending' ? 'paused' : t.status)), h('td', {}, t.attempt ? 'attempt ' + t.attempt : ''),
       h('td', {}, fmtDur(span(t.started_at || t.dispatched_at, t.finished_at)))))))));
 }
 

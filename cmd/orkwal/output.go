@@ -114,8 +114,11 @@ func writeWorkflows(w io.Writer, wfs []engine.WorkflowView) error {
 }
 
 func cancelling(r engine.RunView) string {
-	if r.CancelRequested {
+	switch {
+	case r.CancelRequested:
 		return " (cancelling)"
+	case r.Paused:
+		return " (paused)"
 	}
 	return ""
 }

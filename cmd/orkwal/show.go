@@ -62,7 +62,11 @@ func writeTasks(w io.Writer, r engine.RunView, opt showOptions) error {
 		if task.ExitCode != nil && task.Instances == 0 {
 			exit = strconv.Itoa(*task.ExitCode)
 		}
-		t.row(task.Name, task.Status, attemptCell(task), taskDuration(task, opt.now),
+		status := task.Status
+		if task.Paused {
+			status += " (paused)"
+		}
+		t.row(task.Name, status, attemptCell(task), taskDuration(task, opt.now),
 			orDash(strings.Join(task.DependsOn, ",")), exit, orDash(taskNote(task, counts[task.Name])))
 	}
 	return t.flush()
