@@ -241,6 +241,8 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 	running := f.trigger("slow")
 	f.waitTasks(running, "slow running", func(ts map[string]engine.TaskView) bool { return ts["a"].Status == "running" })
 	cancelMe := f.trigger("slow")
+	f.put("name: twostep\ntasks:\n  a: {command: 'sleep 60'}\n  b: {executor: noop, depends_on: [a]}\n")
+	pauseMe := f.trigger("twostep")
 
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	t.Cleanup(receiver.Close)
@@ -353,6 +355,38 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/a/mark", body: `{"status": "maybe"}`, want: 400},
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/nope/mark", body: `{"status": "success"}`, want: 404, valid: true},
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + done + "/tasks/a/mark", body: `{"status": "success"}`, want: 409, valid: true},
+		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/" + pauseMe + "/pause", want: 200, valid: true},
+		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/not-a-uuid/pause", want: 400},
+		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/" + missing + "/pause", want: 404, valid: true},
+		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/" + done + "/pause", want: 409, valid: true},
+		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/" + pauseMe + "/resume", want: 200, valid: true},
+		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/not-a-uuid/resume", want: 400},
+		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/" + missing + "/resume", want: 404, valid: true},
+		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/" + done + "/resume", want: 409, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + pauseMe + "/tasks/b/pause", want: 200, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + pauseMe + "/tasks/-bad/pause", want: 400},
+		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + pauseMe + "/tasks/nope/pause", want: 404, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + done + "/tasks/a/pause", want: 409, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + pauseMe + "/tasks/b/resume", want: 200, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + pauseMe + "/tasks/-bad/resume", want: 400},
+		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + pauseMe + "/tasks/nope/resume", want: 404, valid: true},
+		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + done + "/tasks/a/resume", want: 409, valid: true},
+		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/" + pauseMe + "/pause", want: 200, valid: true},
+		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/not-a-uuid/pause", want: 400},
+		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/" + missing + "/pause", want: 404, valid: true},
+		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/" + done + "/pause", want: 409, valid: true},
+		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/" + pauseMe + "/resume", want: 200, valid: true},
+		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/not-a-uuid/resume", want: 400},
+		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/" + missing + "/resume", want: 404, valid: true},
+		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/" + done + "/resume", want: 409, valid: true},
+		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/" + pauseMe + ":b/pause", want: 200, valid: true},
+		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/nope/pause", want: 400},
+		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/" + missing + ":b/pause", want: 404, valid: true},
+		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/" + done + ":a/pause", want: 409, valid: true},
+		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/" + pauseMe + ":b/resume", want: 200, valid: true},
+		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/nope/resume", want: 400},
+		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/" + missing + ":b/resume", want: 404, valid: true},
+		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/" + done + ":a/resume", want: 409, valid: true},
 		{op: "GET /api/runs", path: "/api/runs?limit=10&offset=0&status=success&workflow=echo", want: 200, valid: true},
 		{op: "GET /api/runs", path: "/api/runs?offset=-1", want: 400},
 		{op: "POST /api/runs", method: "POST", path: "/api/runs", body: `{"workflow": "w"}`, want: 200, valid: true},
