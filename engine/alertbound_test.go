@@ -95,8 +95,9 @@ func TestAlertSlowReceiverDoesNotSlowTheLoop(t *testing.T) {
 	// Triggered beside the test, which waits with a deadline: a loop
 	// stuck in a send would never answer them.
 	var mu sync.Mutex
-	ids := []string{first}
+	ids, triggered := []string{first}, make(chan struct{})
 	go func() {
+		defer close(triggered)
 		for range 30 {
 			id, err := e.Trigger("w", nil, "test")
 			if err != nil {
@@ -108,6 +109,11 @@ func TestAlertSlowReceiverDoesNotSlowTheLoop(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	select { // the last trigger may answer after the last commit: wait for it too
+	case <-triggered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the triggers were not answered while the receiver holds its requests")
+	}
 	waitFor(t, e, "31 runs to succeed while the receiver holds its requests", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
