@@ -68,8 +68,13 @@ func (v entryView) known(i int) bool {
 	return !allZero(v.data[lo:hi])
 }
 
-// allKnown tells whether every byte of [lo, hi) was written.
+// allKnown tells whether every byte of [lo, hi) was written. Bytes past
+// the file or the entry's end never were: checking one byte per sector
+// would otherwise pass a range that runs off the file's end.
 func (v entryView) allKnown(lo, hi int) bool {
+	if hi > len(v.data) || hi > v.end {
+		return false
+	}
 	for i := lo; i < hi; i = (i/sectorSize + 1) * sectorSize {
 		if !v.known(i) {
 			return false
