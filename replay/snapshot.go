@@ -51,7 +51,7 @@ type Snapshot struct {
 	// name); Retired the last version of each deleted name. Both absent
 	// from snapshots written before they existed (then empty).
 	Files   map[string]string `msgpack:",omitempty"`
-	Retired map[string]int    `msgpack:",omitempty"`
+	Retired versionMap        `msgpack:",omitempty"`
 	// Attempts is the attempt history of the tasks that have one (see
 	// AttemptEnd); absent from snapshots written before it (then none).
 	Attempts []SnapAttempts `msgpack:",omitempty"`
@@ -188,7 +188,7 @@ func (snap *Snapshot) copyWorkflows(s *State) {
 		}
 	}
 	if len(s.Retired) > 0 {
-		snap.Retired = make(map[string]int, len(s.Retired))
+		snap.Retired = make(versionMap, len(s.Retired))
 		for name, v := range s.Retired {
 			snap.Retired[name] = v
 		}
@@ -514,4 +514,35 @@ func (s *State) rebuild(run *Run) {
 	if run.IdemKey != "" {
 		s.idem[run.IdemKey] = run
 	}
+}
+
+// versionMap is a map of names to versions that msgpack encodes with its
+// keys in order, so that a snapshot's bytes are a function of the state
+// (the encoder's SetSortMapKeys sorts maps of strings, bools and
+// interfaces, not of ints: two retired names came out in either order).
+// It is a msgpack map on the wire, as a map[string]int is.
+type versionMap map[string]int
+
+// EncodeMsgpack writes the map with sorted keys.
+func (m versionMap) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if m == nil {
+		return enc.EncodeNil()
+	}
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if err := enc.EncodeMapLen(len(m)); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := enc.EncodeString(name); err != nil {
+			return err
+		}
+		if err := enc.EncodeInt(int64(m[name])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
