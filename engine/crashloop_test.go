@@ -35,6 +35,30 @@ func logSinceSnapshot(t *testing.T, dir string) int64 {
 	return size
 }
 
+// crashLooping returns a function that opens and starts an engine on cfg
+// (noop executors, a fake clock) whose background compactions are cut at
+// their start while alive is set, as a kill during them would cut them;
+// the opened engine sets alive.
+func crashLooping(t *testing.T, cfg Config, alive *atomic.Bool) func() *Engine {
+	return func() *Engine {
+		cfg.Clock, cfg.Logger = &fakeClock{}, quiet
+		cfg.Executors = map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}}
+		cfg.CompactFault = func(step string) error {
+			if step == "start" && alive.Load() {
+				return errors.New("killed during the compaction")
+			}
+			return nil
+		}
+		e, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alive.Store(true)
+		e.Start()
+		return e
+	}
+}
+
 // TestCrashLoopKeepsTheLogSinceTheSnapshotBounded: a daemon whose lives
 // are shorter than a compaction (every background snapshot is cut at its
 // start, as a kill during it would) still compacts, at boot, so the log a
@@ -44,23 +68,7 @@ func TestCrashLoopKeepsTheLogSinceTheSnapshotBounded(t *testing.T) {
 	const compact, lives = 4 << 10, 20
 	dir := t.TempDir()
 	var alive atomic.Bool // the loop runs: a compaction now is cut by the crash
-	cut := errors.New("killed during the compaction")
-	open := func() *Engine {
-		e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet, CompactBytes: compact, SegmentSize: 2048,
-			Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
-			CompactFault: func(step string) error {
-				if step == "start" && alive.Load() {
-					return cut
-				}
-				return nil
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		alive.Store(true)
-		e.Start()
-		return e
-	}
+	open := crashLooping(t, Config{DataDir: dir, CompactBytes: compact, SegmentSize: 2048}, &alive)
 	e := open()
 	put(t, e, diamond("noop"))
 	var most, lifeMost int64
@@ -169,24 +177,8 @@ func TestCrashLoopCountsOnlyStartedAttempts(t *testing.T) {
 // retention failure of the kill -9 harness).
 func TestBootSnapshotPrunes(t *testing.T) {
 	const compact, keep = 4 << 10, 2
-	dir := t.TempDir()
 	var alive atomic.Bool
-	open := func() *Engine {
-		e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet, CompactBytes: compact, KeepRuns: keep,
-			Executors: map[string]executors.Executor{"process": executors.Noop{}, "noop": executors.Noop{}},
-			CompactFault: func(step string) error {
-				if step == "start" && alive.Load() {
-					return errors.New("killed during the compaction")
-				}
-				return nil
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		alive.Store(true)
-		e.Start()
-		return e
-	}
+	open := crashLooping(t, Config{DataDir: t.TempDir(), CompactBytes: compact, KeepRuns: keep}, &alive)
 	e := open()
 	put(t, e, diamond("noop"))
 	var ids []string
