@@ -179,18 +179,25 @@ func (e *Engine) fireOne(sc *replay.Schedule, w *replay.Workflow, at, now int64,
 	out.progress = true
 }
 
-// activeRun returns an unfinished run of the workflow, newest first, or "".
-// The count of unfinished runs spares the scan when there is none.
+// activeRun returns the newest unfinished run of the workflow, or "": the
+// newer of the newest pending and the newest running run, read from the
+// state's per-workflow, per-status run lists in O(log n), whatever the
+// backlog of other workflows' runs (a scan of every run from the newest
+// grew with it, at every fire).
 func (e *Engine) activeRun(wf string) string {
-	if e.state.OpenRunsOf(wf) == 0 {
+	var newest *replay.Run
+	for _, st := range []replay.RunStatus{replay.RunPending, replay.RunRunning} {
+		e.state.EachRunBefore(wf, st, ^uint64(0), func(r *replay.Run) bool {
+			if newest == nil || r.Seq > newest.Seq {
+				newest = r
+			}
+			return false
+		})
+	}
+	if newest == nil {
 		return ""
 	}
-	for i := len(e.state.RunList) - 1; i >= 0; i-- {
-		if r := e.state.RunList[i]; r.Workflow == wf && !r.Status.Finished() {
-			return r.ID
-		}
-	}
-	return ""
+	return newest.ID
 }
 
 // dueFires lists the fire times after from and at or before now, oldest
