@@ -64,7 +64,7 @@ func (s *State) applyWorkflowPut(r *WorkflowPut) error {
 		CreatedAt: r.At, UpdatedAt: r.At}
 	old, ok := s.Workflows[w.Name]
 	if ok {
-		w.Version, w.CreatedAt = old.Version+1, old.CreatedAt
+		w.Version, w.CreatedAt, w.Past = old.Version+1, old.CreatedAt, pastAfterPut(old)
 	}
 	if r.Version != 0 {
 		if last := s.LastVersion(w.Name); r.Version <= last {

@@ -195,6 +195,16 @@ func restoreSnap(t *testing.T, snap *Snapshot) *State {
 	return back
 }
 
+// restoredBothWays is the state a boot restores from a full snapshot of s at
+// index, then from an incremental one.
+func restoredBothWays(t *testing.T, s *State, index uint64) [2]*State {
+	t.Helper()
+	full := restoreSnap(t, s.Snapshot(index))
+	snap := s.BeginSnapshot(index)
+	complete(t, snap, 1)
+	return [2]*State{full, restoreSnap(t, snap)}
+}
+
 // complete runs a begun snapshot's steps to the end.
 func complete(t *testing.T, snap *Snapshot, budget int) {
 	t.Helper()

@@ -34,7 +34,14 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 		if err != nil {
 			return err
 		}
-		vals = append(vals, w.Name, w.Version, spec, w.Source, w.File, w.CreatedAt, w.UpdatedAt)
+		vals = append(vals, w.Name, w.Version, spec, w.Source, w.File, w.CreatedAt, w.UpdatedAt, len(w.Past))
+		for _, p := range w.Past {
+			spec, err := p.Spec.Canonical()
+			if err != nil {
+				return err
+			}
+			vals = append(vals, p.Version, p.At, spec, p.Source)
+		}
 	}
 	retired := make([]string, 0, len(s.Retired))
 	for n := range s.Retired {

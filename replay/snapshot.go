@@ -63,6 +63,11 @@ type Snapshot struct {
 	// positions, task -1 for the run itself; absent when none, and from
 	// snapshots written before it.
 	Paused [][2]int `msgpack:",omitempty"`
+	// Versions are the workflows' earlier versions kept (versions.go), in
+	// the order of Workflows, oldest first; absent when none, and from
+	// snapshots written before them (then each workflow has only its
+	// current version).
+	Versions []SnapVersion `msgpack:",omitempty"`
 
 	// copies are the runs as value copies, taken under the engine's lock
 	// (State.Snapshot), or pend the incremental copy (BeginSnapshot);
@@ -193,6 +198,7 @@ func (snap *Snapshot) copyWorkflows(s *State) {
 			snap.Retired[name] = v
 		}
 	}
+	snap.copyPast(s)
 	for _, name := range sortedNames(s.Schedules) {
 		sc := *s.Schedules[name]
 		sc.Fires = append([]Fire(nil), sc.Fires...)
@@ -438,6 +444,9 @@ func Restore(snap *Snapshot) (*State, error) {
 		}
 		s.Workflows[w.Name] = &Workflow{Name: w.Name, Version: w.Version, Spec: spec, Source: w.Source,
 			File: snap.Files[w.Name], CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt}
+	}
+	if err := restorePast(s, snap); err != nil {
+		return nil, err
 	}
 	for name, v := range snap.Retired {
 		s.Retired[name] = v

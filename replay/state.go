@@ -109,15 +109,17 @@ type Fire struct {
 // MaxFires is how many recent fires a schedule keeps.
 const MaxFires = 20
 
-// Workflow is the current version of a workflow.
+// Workflow is the current version of a workflow, and its earlier versions
+// kept (versions.go).
 type Workflow struct {
 	Name      string
 	Version   int
 	Spec      *workflow.Spec
 	Source    string
-	File      string // the --workflows file this version was loaded from ("" = the API)
-	CreatedAt int64  // first version
-	UpdatedAt int64  // this version
+	File      string    // the --workflows file this version was loaded from ("" = the API)
+	CreatedAt int64     // first version
+	UpdatedAt int64     // this version
+	Past      []Version // earlier versions kept, oldest first; never mutated in place (a snapshot may share it)
 }
 
 // Run is one execution of a pinned workflow version.
