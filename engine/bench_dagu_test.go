@@ -1,12 +1,15 @@
 package engine
 
-// In-process versions of BenchmarkDagu's three spawn workloads (see
-// cmd/orkwal/bench_daemon_test.go), each beside a bare Go loop doing the
-// same spawns in the same iteration: for profiling the engine's overhead
-// over process spawning without the daemon and the API in the picture.
+// In-process versions of BenchmarkDagu's four spawn workloads (see
+// cmd/orkwal/bench_dagu_test.go), each against the same floor measured in
+// the same iteration: for profiling the engine's overhead over process
+// spawning and fsyncs without the daemon and the API in the picture.
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,9 +17,13 @@ import (
 )
 
 // BenchmarkDaguEngine: parallel-200 (200 independent `true` tasks, default
-// concurrency 16), sequential-100 (a chain of 100) and runs-50 (50
-// one-task runs one after another), through an in-process engine with the
-// real process executor, each beside its bare baseline.
+// concurrency 16), sequential-100 (a chain of 100), runs-50 (50 one-task
+// runs triggered at once) and runs-50-serial (one after another), through
+// an in-process engine with the real process executor, each against its
+// floor measured in the same iteration (the same spawns by a bare Go loop,
+// plus the fsyncs the workload needs at least: see BenchmarkDagu in
+// cmd/orkwal). CPU time is the test process's and its children's
+// (getrusage), for the engine and for the floor alike.
 //
 //	go test -run '^$' -bench BenchmarkDaguEngine -benchtime 5x ./engine/
 func BenchmarkDaguEngine(b *testing.B) {
@@ -34,45 +41,115 @@ func BenchmarkDaguEngine(b *testing.B) {
 	}
 	one := &workflow.Spec{Name: "one", Tasks: []*workflow.Task{{Name: "t", Executor: "process", Command: []string{"true"}}}}
 	cases := []struct {
-		name string
-		spec *workflow.Spec
-		runs int
-		bare func(b *testing.B) time.Duration
+		name                    string
+		spec                    *workflow.Spec
+		runs                    int
+		atOnce                  bool
+		spawns, workers, fsyncs int
 	}{
-		{"parallel-200", par, 1, func(b *testing.B) time.Duration { return bareSpawn(b, 200, 16) }},
-		{"sequential-100", seq, 1, func(b *testing.B) time.Duration { return bareSpawn(b, 100, 1) }},
-		{"runs-50", one, 50, func(b *testing.B) time.Duration { return bareSpawn(b, 50, 1) }},
+		{"parallel-200", par, 1, false, 200, 16, 1},
+		{"sequential-100", seq, 1, false, 100, 1, 100},
+		{"runs-50", one, 50, true, 50, 1, 1},
+		{"runs-50-serial", one, 50, false, 50, 1, 100},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
 			e := processEngine(b, 16)
 			defer e.Close()
 			if _, _, err := e.PutWorkflow(c.spec, ""); err != nil {
 				b.Fatal(err)
 			}
-			var bare, eng time.Duration
+			var eng, engCPU, floor, floorCPU, bare time.Duration
 			var ph phases
 			for i := 0; i < b.N; i++ {
-				bare += c.bare(b)
-				start := time.Now()
-				for r := 0; r < c.runs; r++ {
-					id, err := e.Trigger(c.spec.Name, nil, "bench")
-					if err != nil {
-						b.Fatal(err)
-					}
-					if s := waitRun(b, e, id); s != "success" {
-						b.Fatalf("run %s", s)
-					}
+				cpu0 := allCPU()
+				bare += bareSpawn(b, c.spawns, c.workers)
+				fsync, fsyncCPU := fsyncCost(b, dir, 50)
+				floorCPU += allCPU() - cpu0 - 50*fsyncCPU + time.Duration(c.fsyncs)*fsyncCPU
+				floor += time.Duration(c.fsyncs) * fsync
+				start, cpu0 := time.Now(), allCPU()
+				for _, id := range triggerRuns(b, e, c.spec.Name, c.runs, c.atOnce) {
 					ph.add(b, e, id)
 				}
 				eng += time.Since(start)
+				engCPU += allCPU() - cpu0
 			}
+			floor += bare
 			b.ReportMetric(bare.Seconds()/float64(b.N), "bare-s")
+			b.ReportMetric(floor.Seconds()/float64(b.N), "floor-s")
 			b.ReportMetric(eng.Seconds()/float64(b.N), "engine-s")
-			b.ReportMetric(float64(eng-bare)/float64(b.N)/1e6, "overhead-ms")
+			b.ReportMetric(float64(eng)/float64(floor), "ratio")
+			b.ReportMetric(float64(engCPU)/float64(floorCPU), "cpu-ratio")
 			ph.report(b)
 		})
 	}
+}
+
+// triggerRuns triggers n runs of workflow name, from n goroutines at once
+// or one after another (each waited for before the next), and returns
+// their ids once every one has ended in success.
+func triggerRuns(b *testing.B, e *Engine, name string, n int, atOnce bool) []string {
+	b.Helper()
+	ids := make([]string, n)
+	errs := make(chan error, n)
+	one := func(r int) {
+		id, err := e.Trigger(name, nil, "bench")
+		if err == nil {
+			var v RunView
+			if v, err = e.WaitRun(context.Background(), id); err == nil && v.Status != "success" {
+				err = fmt.Errorf("run %s: %s", id, v.Status)
+			}
+		}
+		ids[r] = id
+		errs <- err
+	}
+	for r := range n {
+		if atOnce {
+			go one(r)
+		} else {
+			one(r)
+		}
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// fsyncCost appends 144 bytes to a new file in dir and fsyncs it, n times,
+// and returns the mean wall and CPU time of one write and fsync (the
+// process's: the engine is idle meanwhile), the way the WAL benchmarks'
+// raw baseline does.
+func fsyncCost(b *testing.B, dir string, n int) (wall, cpu time.Duration) {
+	b.Helper()
+	f, err := os.CreateTemp(dir, "fsync-baseline-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	rec := make([]byte, 144)
+	cpu0, start := cpuTime(), time.Now()
+	for range n {
+		if _, err := f.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start) / time.Duration(n), (cpuTime() - cpu0) / time.Duration(n)
+}
+
+// allCPU is the CPU time of the test process and of the children it has
+// waited for.
+func allCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return cpuTime() + time.Duration(ru.Utime.Nano()+ru.Stime.Nano())
 }
 
 // phases splits the tasks' time by the timestamps the engine records: from

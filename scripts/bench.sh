@@ -16,8 +16,10 @@
 #   ACTIVE        pending runs of BenchmarkMetricsBacklog (100000)
 #   ENGINE_COUNT  -count of the engine throughput, process and latency
 #                 benchmarks: the page shows the median (3)
-#   DAGU_COUNT    -count of BenchmarkDagu (Dagu's workloads, each beside its
-#                 bare baseline): the page shows the median (5)
+#   DAGU_COUNT    -count of BenchmarkDagu (Dagu's workloads, each against its
+#                 floor): the page shows the median (5)
+#   DAGU_TIME     -benchtime of BenchmarkDagu: the daemon's CPU time is read
+#                 in 10 ms ticks, so each run adds up a few iterations (3x)
 #   RECOVERY_TIME -benchtime of BenchmarkRecovery (3x)
 #   PAUSE_TIME    -benchtime of BenchmarkCompactionPause: snapshots of each
 #                 kind (100x, about a minute)
@@ -37,6 +39,7 @@ STALL_APPENDS=${STALL_APPENDS:-40000}
 ENGINE_TIME=${ENGINE_TIME:-1x}
 ENGINE_COUNT=${ENGINE_COUNT:-3}
 DAGU_COUNT=${DAGU_COUNT:-5}
+DAGU_TIME=${DAGU_TIME:-3x}
 RECOVERY_TIME=${RECOVERY_TIME:-3x}
 PAUSE_TIME=${PAUSE_TIME:-100x}
 export IDLE_SECONDS=${IDLE_SECONDS:-60}
@@ -91,7 +94,7 @@ if [ "$ONLY" != wal ]; then
 	pkgbench "web pages" ./api/ -bench '^BenchmarkUIPages$' -benchtime=1x
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
-	pkgbench dagu ./cmd/orkwal/ -bench '^BenchmarkDagu$' -benchtime="$ENGINE_TIME" -count="$DAGU_COUNT"
+	pkgbench dagu ./cmd/orkwal/ -bench '^BenchmarkDagu$' -benchtime="$DAGU_TIME" -count="$DAGU_COUNT"
 fi
 elapsed=$(($(date +%s) - start))
 echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
@@ -106,5 +109,5 @@ echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
 	-kernel "$(uname -srm)" \
 	-tmp "$TMP" \
 	-fs "$(df -T "$TMP" | awk 'NR == 2 {print $2 " on " $1 ", mounted at " $7}')" \
-	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME (FanOut20k, ProcessVsBare and Latency50 -count=$ENGINE_COUNT, Dagu -count=$DAGU_COUNT: medians), Recovery at -benchtime=$RECOVERY_TIME, CompactionPause at -benchtime=$PAUSE_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
+	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME (FanOut20k, ProcessVsBare and Latency50 -count=$ENGINE_COUNT, Dagu -benchtime=$DAGU_TIME -count=$DAGU_COUNT: medians), Recovery at -benchtime=$RECOVERY_TIME, CompactionPause at -benchtime=$PAUSE_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
 echo "wrote $OUT"

@@ -19,8 +19,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -58,7 +56,9 @@ type benchDaemon struct {
 	healthy time.Time // first 200 from /healthz
 }
 
-var benchHTTP = &http.Client{Timeout: 30 * time.Second}
+// benchHTTP keeps enough idle connections for BenchmarkDagu's runs
+// triggered at once to reuse theirs from one iteration to the next.
+var benchHTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
 // startBenchDaemon starts bin on data with the workflows of folder wfs and
 // waits for /healthz, polling every millisecond.
@@ -201,15 +201,25 @@ func procKiB(b *testing.B, pid int, key string) float64 {
 // procCPU is utime+stime of /proc/PID/stat, in clock ticks (1/100 s).
 func procCPU(b *testing.B, pid int) int64 {
 	b.Helper()
+	return procTicks(b, pid, 11, 12) // fields 14 and 15
+}
+
+// procTicks is the sum of the fields of /proc/PID/stat given by their
+// index after the command (field 14, utime, is 11), in clock ticks.
+func procTicks(b *testing.B, pid int, fields ...int) int64 {
+	b.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
 	// Fields after the command (which may hold spaces) start after ")".
 	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, _ := strconv.ParseInt(f[12], 10, 64) // field 15
-	return utime + stime
+	var ticks int64
+	for _, i := range fields {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	return ticks
 }
 
 // writeWorkflows writes name → YAML files into a new folder.
@@ -286,151 +296,6 @@ func BenchmarkDaemonRSS(b *testing.B) {
 			}
 		})
 	}
-}
-
-// BenchmarkDagu: Dagu's published workloads on the release binary through
-// its API (default --max-concurrent 16; each run waited for with
-// GET /runs/{id}?wait), and restart-to-re-dispatch of a task interrupted
-// by kill -9.
-// Beside each spawn workload, its bare-Go baseline (bareSpawns) in the same
-// iteration. Dagu's figures (no Dagu here): 200 independent `true` steps
-// 2.23 s, 100 sequential 1.22 s, 50 one-step runs one after another 3.22 s,
-// idle RSS ~104 MiB, interrupted run re-executed ~245 s after kill -9.
-// Targets: ≤ 0.15 s, ≤ 0.3 s, ≤ 0.25 s, ≤ 15 MiB (BenchmarkDaemonRSS/idle),
-// ≤ 1 s.
-//
-//	go test -run '^$' -bench BenchmarkDagu -benchtime 1x ./cmd/orkwal/
-func BenchmarkDagu(b *testing.B) {
-	bin := releaseBinary(b, "linux", runtime.GOARCH)
-	var par, seq strings.Builder
-	par.WriteString("name: par200\ntasks:\n")
-	seq.WriteString("name: seq100\ntasks:\n")
-	for i := 0; i < 200; i++ {
-		fmt.Fprintf(&par, "  t%d: {command: [\"true\"]}\n", i)
-	}
-	for i := 0; i < 100; i++ {
-		if i == 0 {
-			fmt.Fprintf(&seq, "  t%d: {command: [\"true\"]}\n", i)
-		} else {
-			fmt.Fprintf(&seq, "  t%d: {command: [\"true\"], depends_on: [t%d]}\n", i, i-1)
-		}
-	}
-	wfs := writeBenchWorkflows(b, map[string]string{
-		"par200": par.String(), "seq100": seq.String(),
-		"one":     "name: one\ntasks:\n  t: {command: [\"true\"]}\n",
-		"sleeper": "name: sleeper\ntasks:\n  nap: {command: [sleep, \"60\"]}\n",
-	})
-	// Each workload is measured beside its baseline, run in the same
-	// iteration right before: the same spawns of `true` from a bare Go
-	// program (exec.Command("true").Run()), 200 from 16 goroutines (the
-	// daemon's default --max-concurrent) or 100 and 50 one after another.
-	// Spawning alone takes most of the time on a small machine: the
-	// overhead over it is what orkwal adds. The CPU time the baseline's
-	// `true` processes used themselves (user + system, from wait4) bounds
-	// any spawner from below: n of them cannot end sooner than n × that
-	// per process over the machine's cores.
-	report := func(b *testing.B, total time.Duration, bare spawnCost, n int) {
-		b.ReportMetric(total.Seconds()/float64(b.N), "s")
-		b.ReportMetric(bare.wall.Seconds()/float64(b.N), "bare-s")
-		b.ReportMetric((total-bare.wall).Seconds()/float64(b.N), "over-bare-s")
-		b.ReportMetric(float64(bare.childCPU.Microseconds())/1000/float64(b.N*n), "child-cpu-ms/spawn")
-		b.ReportMetric(float64(runtime.NumCPU()), "cpus")
-	}
-	b.Run("parallel-200", func(b *testing.B) {
-		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs)
-		var total time.Duration
-		var bare spawnCost
-		for i := 0; i < b.N; i++ {
-			bare.add(bareSpawns(b, 200, 16))
-			total += d.runToEnd("par200")
-		}
-		report(b, total, bare, 200)
-	})
-	b.Run("sequential-100", func(b *testing.B) {
-		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs)
-		var total time.Duration
-		var bare spawnCost
-		for i := 0; i < b.N; i++ {
-			bare.add(bareSpawns(b, 100, 1))
-			total += d.runToEnd("seq100")
-		}
-		report(b, total, bare, 100)
-	})
-	b.Run("runs-50", func(b *testing.B) {
-		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs)
-		var total time.Duration
-		var bare spawnCost
-		for i := 0; i < b.N; i++ {
-			bare.add(bareSpawns(b, 50, 1))
-			start := time.Now()
-			for r := 0; r < 50; r++ {
-				d.runToEnd("one")
-			}
-			total += time.Since(start)
-		}
-		report(b, total, bare, 50)
-	})
-	b.Run("kill9-redispatch", func(b *testing.B) {
-		var total, boot time.Duration
-		for i := 0; i < b.N; i++ {
-			data := filepath.Join(b.TempDir(), "data")
-			d := startBenchDaemon(b, bin, data, wfs)
-			id := d.trigger("sleeper")
-			d.until("nap running", 20*time.Second, 5*time.Millisecond, func() bool {
-				r := d.run(id)
-				return len(r.Tasks) == 1 && r.Tasks[0].Status == "running"
-			})
-			d.kill9()
-			d2 := startBenchDaemon(b, bin, data, wfs)
-			d2.until("nap re-dispatched", 20*time.Second, time.Millisecond, func() bool {
-				r := d2.run(id)
-				return len(r.Tasks) == 1 && r.Tasks[0].Attempt == 2 && r.Tasks[0].Status == "running"
-			})
-			total += time.Since(d2.started)
-			boot += d2.healthy.Sub(d2.started)
-			code, _ := d2.call("POST", "/runs/"+id+"/cancel", "")
-			if code != 200 && code != 202 {
-				b.Fatalf("cancel: %d", code)
-			}
-			d2.stop()
-		}
-		b.ReportMetric(total.Seconds()/float64(b.N), "s")
-		b.ReportMetric(boot.Seconds()/float64(b.N), "to-healthy-s")
-	})
-}
-
-// spawnCost is what a bare baseline's spawns took: wall-clock time, and
-// the CPU time (user + system) their processes used themselves.
-type spawnCost struct {
-	wall, childCPU time.Duration
-}
-
-func (c *spawnCost) add(d spawnCost) {
-	c.wall += d.wall
-	c.childCPU += d.childCPU
-}
-
-// bareSpawns runs `true` n times from `workers` goroutines, as a minimal
-// Go program would, and returns what it took.
-func bareSpawns(b *testing.B, n, workers int) spawnCost {
-	b.Helper()
-	var next, cpu atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				cmd := exec.Command("true")
-				if err := cmd.Run(); err != nil {
-					b.Error(err)
-					return
-				}
-				cpu.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
-			}
-		})
-	}
-	wg.Wait()
-	return spawnCost{wall: time.Since(start), childCPU: time.Duration(cpu.Load())}
 }
 
 // BenchmarkIdleCPU: the release daemon with 100 workflows loaded (one
