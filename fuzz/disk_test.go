@@ -460,32 +460,54 @@ func validPrefix(data []byte, first uint64) int64 {
 }
 
 func validFrame(f []byte, index uint64) bool {
-	if len(f) < 11 || f[0] != wal.Version {
-		return false
+	_, ok := frameRecords(f, index)
+	return ok
+}
+
+// frameRecords decodes the frame f, which must be a valid frame for index
+// of either version (docs/format.md, "Frame"), into its records (aliasing f).
+func frameRecords(f []byte, index uint64) ([][]byte, bool) {
+	if len(f) < 12 || f[0] != wal.Version && f[0] != wal.Version1 {
+		return nil, false
 	}
 	body := f[:len(f)-8]
 	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(f[len(body):]) {
-		return false
+		return nil, false
 	}
 	b := body[1:]
 	idx, k := binary.Uvarint(b)
 	if k <= 0 || idx != index {
-		return false
+		return nil, false
 	}
 	b = b[k:]
 	count, k := binary.Uvarint(b)
 	if k <= 0 || count == 0 || count > uint64(len(b)) {
-		return false
+		return nil, false
 	}
 	b = b[k:]
+	if f[0] == wal.Version {
+		if len(b) < 4 || !headerSumOK(f, len(body)-len(b), binary.LittleEndian.Uint32(b)) {
+			return nil, false
+		}
+		b = b[4:]
+	}
+	recs := make([][]byte, 0, count)
 	for i := uint64(0); i < count; i++ {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return false
+			return nil, false
 		}
+		recs = append(recs, b[k:k+int(n)])
 		b = b[k+int(n):]
 	}
-	return len(b) == 0
+	return recs, len(b) == 0
+}
+
+// headerSumOK checks a version 2 frame's header checksum: the low 32 bits
+// of XXH64 of uvarint(len(f)) followed by the frame's first hdr bytes.
+func headerSumOK(f []byte, hdr int, want uint32) bool {
+	b := binary.AppendUvarint(nil, uint64(len(f)))
+	return uint32(xxhash.Sum64(append(b, f[:hdr]...))) == want
 }
 
 // mergeLog adds the frames of the wal folder to the history (under mu).

@@ -16,7 +16,12 @@ import (
 // The test fails if the format changes by accident; regenerate it on
 // purpose with ORKWAL_UPDATE_GOLDEN=1 (and document the change in
 // docs/format.md, with a new version byte if old logs no longer read).
-const goldenDir = "../testdata/golden/wal-v1"
+const goldenDir = "../testdata/golden/wal-v2"
+
+// goldenV1Dir holds the same records in version 1 frames, written by orkwal
+// before the header checksum (issue 21): never regenerated, it proves that
+// a data folder of an earlier version still reads.
+const goldenV1Dir = "../testdata/golden/wal-v1"
 
 func goldenRecords() []replay.Record {
 	spec := &workflow.Spec{Name: "g", Params: map[string]string{"p": "1"}, Schedule: &workflow.Schedule{Cron: "@hourly"},
@@ -55,8 +60,16 @@ func TestGoldenLog(t *testing.T) {
 		}
 		l.Close()
 	}
+	for _, dir := range []string{goldenDir, goldenV1Dir} {
+		checkGolden(t, dir, want)
+	}
+}
+
+// checkGolden replays the golden log in dir: want, re-encoded byte for byte.
+func checkGolden(t *testing.T, dir string, want []replay.Record) {
+	t.Helper()
 	var got []replay.Record
-	err := wal.ReplayDir(goldenDir, 1, func(_ uint64, ps [][]byte) error {
+	err := wal.ReplayDir(dir, 1, func(_ uint64, ps [][]byte) error {
 		for _, p := range ps {
 			r, err := replay.Decode(p)
 			if err != nil {
@@ -71,14 +84,14 @@ func TestGoldenLog(t *testing.T) {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("golden log does not read: %v", err)
+		t.Fatalf("golden log %s does not read: %v", dir, err)
 	}
 	if len(got) != len(want) {
-		t.Fatalf("golden log has %d records, want %d", len(got), len(want))
+		t.Fatalf("golden log %s has %d records, want %d", dir, len(got), len(want))
 	}
 	for i := range want {
 		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Errorf("record %d (%s): got %+v, want %+v", i, want[i].Kind(), got[i], want[i])
+			t.Errorf("%s: record %d (%s): got %+v, want %+v", dir, i, want[i].Kind(), got[i], want[i])
 		}
 	}
 }

@@ -205,19 +205,12 @@ func nextFrame(data []byte, index uint64) (recs [][]byte, n int) {
 	if k <= 0 || size == 0 || size > uint64(len(data)-k) {
 		return nil, 0
 	}
-	f := data[k : k+int(size)]
-	if !validFrame(f, index) {
+	recs, ok := frameRecords(data[k:k+int(size)], index)
+	if !ok {
 		return nil, 0
 	}
-	b := f[1 : len(f)-8]
-	_, m := binary.Uvarint(b) // index, checked by validFrame
-	b = b[m:]
-	count, m := binary.Uvarint(b)
-	b = b[m:]
-	for i := uint64(0); i < count; i++ {
-		l, m := binary.Uvarint(b)
-		recs = append(recs, bytes.Clone(b[m:m+int(l)]))
-		b = b[m+int(l):]
+	for i, r := range recs {
+		recs[i] = bytes.Clone(r)
 	}
 	return recs, k + int(size)
 }

@@ -822,6 +822,7 @@ func TestPowerLossFindings(t *testing.T) {
 		624592518125, // snapshots/ created without an fsync of the data folder, lost after the log was truncated
 		842197704523, // the model took the tail's zero padding, which the wal trims before it rolls, for durable entries
 		750805694459, // a boot snapshot that pruned wrote runs_pruned at boot: boot records only interruptions; Close prunes instead
+		83004592190,  // tail rot grew the first entry's length prefix: its shifted bytes read as a torn version 1 frame and were cut; refused now (a version 1 frame only after version 1 frames)
 	} {
 		s := newScenario(sd, scratchRoot(t), &plStats{})
 		if err := s.run(); err != nil {

@@ -14,16 +14,22 @@
 // holds exactly one frame; one frame is one commit of one or more records:
 //
 //	offset  size      field
-//	0       1         version, currently 1
+//	0       1         version: 2 (Version)
 //	1       1..10     uvarint index: the entry's position in the log (from 1)
 //	.       1..10     uvarint count: number of records, at least 1
+//	.       4         header checksum: low 32 bits (little endian) of the
+//	                  xxhash64 of uvarint(len) || version, index and count
 //	.       ...       count times: uvarint(len) || record payload
 //	end-8   8         xxhash64 (little endian) of every byte before it
 //
 // A frame is valid only as a whole: its checksum covers every record in it,
 // so a batch of records is committed or not, never in part. The index stored
 // in the frame must equal the entry's position, which catches misplaced and
-// missing entries. docs/format.md carries the same table and the record
+// missing entries. The header checksum binds the entry's length to the
+// frame's start, so that recovery never takes a damaged length prefix for a
+// torn write (torn.go). Frames of version 1 (Version1: no header checksum),
+// written before it, are still read; a log holds version 1 frames, then
+// version 2 frames. docs/format.md carries the same tables and the record
 // payloads.
 //
 // # Durability

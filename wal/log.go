@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -370,8 +369,7 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 		return 0, fmt.Errorf("%w: %w", ErrPoisoned, l.poison)
 	}
 	index := l.last + 1
-	l.buf = binary.AppendUvarint(l.buf[:0], uint64(frameSize(index, records)))
-	l.buf = appendFrame(l.buf, index, records)
+	l.buf = appendEntry(l.buf[:0], index, records)
 	start := time.Now()
 	created, err := l.segs.write(index, l.buf)
 	if err == nil {

@@ -59,7 +59,7 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 	}
 	var verdict tailVerdict
 	if ce != nil {
-		verdict = judgeTail(data, int(good), ce.Index)
+		verdict = judgeTail(data, int(good), ce.Index, versionBefore(segs, data, int(good)))
 		if !verdict.torn && verdict.prefix == nil {
 			ce.Reason += "; not a torn write: " + verdict.reason
 			return 0, tailEnd{}, ce
@@ -129,7 +129,7 @@ func laterFrameExists(b []byte, index uint64) bool {
 // plausibleFrameAt cheaply filters before the checksum is computed.
 func plausibleFrameAt(b []byte, index uint64) bool {
 	n, k := binary.Uvarint(b)
-	if k <= 0 || n < 11 || n > uint64(len(b)-k) || b[k] != Version {
+	if k <= 0 || n < minFrame || n > uint64(len(b)-k) || b[k] != Version && b[k] != Version1 {
 		return false
 	}
 	idx, m := binary.Uvarint(b[k+1:])

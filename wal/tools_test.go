@@ -115,7 +115,7 @@ func TestTornTailCopiesAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Write([]byte{0x40, 1, byte(i + 2), 1}) // frame i+2 cut short by a crash (the file's end)
+		f.Write([]byte{0x40, Version, byte(i + 2), 1}) // frame i+2 cut short by a crash (the file's end)
 		f.Close()
 	}
 	l, err := Open(dir, Options{Logger: quiet})
@@ -217,7 +217,7 @@ func TestTornTailCopyNamedBeforeTheCut(t *testing.T) {
 	}
 	end := entriesEndOf(t, segs[len(segs)-1])
 	f.Truncate(end)
-	f.WriteAt([]byte{0x40, 1, 4, 1}, int64(end)) // frame 4 cut short by a crash (the file's end)
+	f.WriteAt([]byte{0x40, Version, 4, 1}, int64(end)) // frame 4 cut short by a crash (the file's end)
 	f.Close()
 	before, _ := os.Stat(seg)
 	var named bool // a folder fsync saw the copy while the segment was whole

@@ -3,6 +3,7 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -29,15 +30,20 @@ import (
 // sector test (its decoder calls a bad record torn when one of its sectors
 // is all zero), made stricter with what a frame says of itself, because a
 // flipped length prefix would otherwise stretch a whole frame over the
-// padding's zero sectors.
+// padding's zero sectors. A length prefix that a change grows by a byte
+// shifts the frame it claims by one: version 2's header checksum (which
+// covers the length) fails on the shifted bytes, and a version 1 frame is
+// only taken for one after version 1 frames (docs/format.md, "Torn write
+// or corruption", says why these close every one-byte change).
 
 // sectorSize is the unit a power cut keeps or loses of a write: the smallest
 // sector of a disk (512 bytes; a 4 KiB sector or page is whole 512-byte
 // ones). Sectors are counted from the start of the segment file.
 const sectorSize = 512
 
-// minFrame is the size of the smallest frame: version, index, count, one
-// record length (an empty record), checksum.
+// minFrame is the size of the smallest frame of either version (version
+// 1's: version, index, count, one record length (an empty record),
+// checksum; version 2 adds its header checksum).
 const minFrame = 1 + 1 + 1 + 1 + checksumSize
 
 // tailVerdict is what recovery does with a bad last entry.
@@ -100,8 +106,9 @@ func (v entryView) uvarint(i int) (x uint64, n int, ok, bad bool) {
 
 // judgeTail decides what the bad entry at off of a last segment (data, the
 // whole file), expected to hold index, is: a torn write, a whole frame whose
-// length prefix alone was lost, or corruption.
-func judgeTail(data []byte, off int, index uint64) tailVerdict {
+// length prefix alone was lost, or corruption. prev is the version of the
+// frame before it in the log (versionBefore; 0: none).
+func judgeTail(data []byte, off int, index uint64, prev byte) tailVerdict {
 	if laterFrameExists(data[off:], index) {
 		return tailVerdict{reason: "followed by valid frames"}
 	}
@@ -115,7 +122,7 @@ func judgeTail(data []byte, off int, index uint64) tailVerdict {
 	case n < minFrame:
 		return tailVerdict{reason: fmt.Sprintf("length %d, in a written sector, is shorter than any frame", n)}
 	}
-	return judgeFrame(v, off+k, int(min(n, maxEntry)), index)
+	return judgeFrame(v, off+k, int(min(n, maxEntry)), index, prev)
 }
 
 // maxEntry bounds the length judgeFrame takes from a prefix (only to keep
@@ -124,7 +131,7 @@ const maxEntry = 1 << 48
 
 // judgeFrame judges an entry whose length prefix was written: the frame at
 // start of n bytes.
-func judgeFrame(v entryView, start, n int, index uint64) tailVerdict {
+func judgeFrame(v entryView, start, n int, index uint64, prev byte) tailVerdict {
 	end := start + n
 	if last := v.off + len(trimZeros(v.data[v.off:])); last > end {
 		return tailVerdict{reason: fmt.Sprintf("bytes are written up to offset %d, past the end its length gives (%d)", last, end)}
@@ -137,7 +144,7 @@ func judgeFrame(v entryView, start, n int, index uint64) tailVerdict {
 		}
 		return tailVerdict{reason: fmt.Sprintf("every sector of it was written, and it does not check (%v)", err)}
 	}
-	if why := v.structure(start, end, index); why != "" {
+	if why := v.structure(start, end, index, prev); why != "" {
 		return tailVerdict{reason: why}
 	}
 	body := end - checksumSize
@@ -155,10 +162,18 @@ func judgeFrame(v entryView, start, n int, index uint64) tailVerdict {
 
 // structure checks what the written bytes of a frame at [start, end) say of
 // it against its length and index: "" when they agree, or could, where
-// bytes were not written.
-func (v entryView) structure(start, end int, index uint64) string {
-	if v.known(start) && v.data[start] != Version {
-		return fmt.Sprintf("version %d in a written sector", v.data[start])
+// bytes were not written. A version 1 frame is only written after version
+// 1 frames (prev): a newer orkwal writes version 2, an older one cannot
+// append to a log holding version 2 frames.
+func (v entryView) structure(start, end int, index uint64, prev byte) string {
+	if !v.known(start) {
+		return ""
+	}
+	switch ver := v.data[start]; {
+	case ver == Version1 && prev != Version1:
+		return fmt.Sprintf("version 1 in a written sector, after a frame of version %d (0: none), where only a damaged length prefix puts one", prev)
+	case ver != Version && ver != Version1:
+		return fmt.Sprintf("version %d in a written sector", ver)
 	}
 	pos := start + 1
 	got, k, ok, bad := v.uvarint(pos)
@@ -174,12 +189,40 @@ func (v entryView) structure(start, end int, index uint64) string {
 		return fmt.Sprintf("record count %d in a written sector", count)
 	}
 	pos += k
+	if ok && v.data[start] == Version {
+		if why := v.headerSum(start, pos, end); why != "" {
+			return why
+		}
+		pos += headerSumSize
+	}
+	return v.recordLengths(pos, end, count, ok)
+}
+
+// headerSum checks a version 2 frame's header checksum, at at, against the
+// length the prefix gives (end - start), when its bytes were written. The
+// header lies in the entry's first bytes: a torn write that kept them kept
+// them whole, or lost the sector where they go on (then nothing is
+// checked). A changed length prefix fails here.
+func (v entryView) headerSum(start, at, end int) string {
+	if !v.allKnown(at, at+headerSumSize) {
+		return ""
+	}
+	if headerSum(end-start, v.data[start:at]) != binary.LittleEndian.Uint32(v.data[at:]) {
+		return fmt.Sprintf("its header checksum, in a written sector, does not match its length %d, version, index and count (a damaged header)", end-start)
+	}
+	return ""
+}
+
+// recordLengths checks, as far as they were written, that count records
+// from pos end exactly at the checksum before end. ok: pos is known.
+func (v entryView) recordLengths(pos, end int, count uint64, ok bool) string {
 	body := end - checksumSize
 	for i := uint64(0); ok && i < count; i++ {
-		var n uint64
-		if n, k, ok, bad = v.uvarint(pos); bad || ok && (pos+k > body || n > uint64(body-pos-k)) {
+		n, k, known, bad := v.uvarint(pos)
+		if bad || known && (pos+k > body || n > uint64(body-pos-k)) {
 			return fmt.Sprintf("record %d's length, in a written sector, overruns the length the prefix gives", i)
 		}
+		ok = known
 		pos += k + int(n)
 	}
 	if ok && pos != body {
@@ -220,20 +263,15 @@ func judgeLostPrefix(v entryView, index uint64) tailVerdict {
 // wholeFrameAt returns the length of the valid frame for index at the start
 // of b, found from its own structure (not from a length prefix).
 func wholeFrameAt(b []byte, index uint64) (int, bool) {
-	if len(b) < minFrame || b[0] != Version {
+	if len(b) < minFrame {
 		return 0, false
 	}
-	got, k := binary.Uvarint(b[1:])
-	if k <= 0 || got != index {
+	h, err := parseHeader(b)
+	if err != nil || h.index != index {
 		return 0, false
 	}
-	pos := 1 + k
-	count, k := binary.Uvarint(b[pos:])
-	if k <= 0 || count == 0 || count > maxRecords {
-		return 0, false
-	}
-	pos += k
-	for r := uint64(0); r < count; r++ {
+	pos := h.size
+	for r := uint64(0); r < h.count; r++ {
 		n, k := binary.Uvarint(b[pos:])
 		if k <= 0 || n > uint64(len(b)-pos-k) {
 			return 0, false
@@ -241,8 +279,35 @@ func wholeFrameAt(b []byte, index uint64) (int, bool) {
 		pos += k + int(n)
 	}
 	end := pos + checksumSize
-	if end > len(b) || xxhash.Sum64(b[:pos]) != binary.LittleEndian.Uint64(b[pos:end]) {
+	if end > len(b) || h.checkSum(b, end) != nil || xxhash.Sum64(b[:pos]) != binary.LittleEndian.Uint64(b[pos:end]) {
 		return 0, false
 	}
 	return end, true
+}
+
+// versionBefore is the version of the frame before the entry at off of
+// the last segment (data) of segs: the segment's entry that ends at off,
+// or, when off is 0, the last entry of the segment before; 0 when there is
+// none or it cannot be read.
+func versionBefore(segs []segmentFile, data []byte, off int) byte {
+	if off == 0 {
+		if len(segs) < 2 {
+			return 0
+		}
+		prev, err := os.ReadFile(segs[len(segs)-2].path)
+		if err != nil {
+			return 0
+		}
+		data, off = prev, len(prev)
+	}
+	var version byte
+	for pos := 0; pos < off && !entriesEnd(data[pos:]); {
+		n, k := binary.Uvarint(data[pos:])
+		if k <= 0 || n == 0 || n > uint64(len(data)-pos-k) {
+			return 0
+		}
+		version = data[pos+k]
+		pos += k + int(n)
+	}
+	return version
 }

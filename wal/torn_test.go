@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -86,7 +87,8 @@ var entryStarts = []int{0, 200, 509, 510, 511}
 
 // TestTailFlipEveryByte: a whole, acknowledged last entry with one byte
 // changed (every byte of it, flipped whole; many by their lowest and
-// highest bit too: see flips) is corruption, not a torn tail: boot refuses, naming the
+// highest bit too, and the length prefix's bytes by every mask: see flips)
+// is corruption, not a torn tail: boot refuses, naming the
 // segment, the entry's offset and index, and changes nothing; or it keeps
 // every record (a length prefix alone in its sector, zeroed, is restored
 // from the whole frame after it). Before, boot cut it as a torn tail: the
@@ -97,39 +99,44 @@ func TestTailFlipEveryByte(t *testing.T) {
 		for _, at := range entryStarts {
 			data, off, end, recs := lastEntryLog(t, at, payload)
 			dir := t.TempDir()
-			seg := filepath.Join(dir, segmentName(1))
 			for i := off; i < end; i++ {
-				masks := flips(i-off, end-off)
-				if i == off {
-					masks = append(masks, data[i]) // the length prefix's first byte zeroed
-				}
-				for _, mask := range masks {
+				for _, mask := range flips(data[off:end], i-off) {
 					name := fmt.Sprintf("payload %d at %d: byte %d of %d ^ %#x", payload, off, i-off, end-off, mask)
 					img := bytes.Clone(data)
 					img[i] ^= mask
-					l, err := openImage(t, dir, img)
-					var ce *CorruptError
-					switch {
-					case errors.As(err, &ce):
-						if ce.Segment != seg || ce.Offset != int64(off) || ce.Index != 5 {
-							t.Fatalf("%s: refused at %s offset %d index %d, want %s offset %d index 5", name, ce.Segment, ce.Offset, ce.Index, seg, off)
-						}
-						if after, _ := os.ReadFile(seg); !bytes.Equal(after, img) {
-							t.Fatalf("%s: a refused boot changed the segment", name)
-						}
-						if torn, verr := VerifyDir(dir, func(uint64, [][]byte) error { return nil }); verr == nil {
-							t.Fatalf("%s: boot refuses, verify says torn=%v", name, torn)
-						}
-					case err != nil:
-						t.Fatalf("%s: open: %v", name, err)
-					default:
-						l.Close()
-						if got := readAll(t, dir); !equalRecords(got, recs) {
-							t.Fatalf("%s: booted with %d records, want all %d", name, len(got), len(recs))
-						}
-					}
+					checkFlipped(t, name, dir, img, off, 5, recs)
 				}
 			}
+		}
+	}
+}
+
+// checkFlipped opens the changed image img in dir, whose last entry (at
+// off, index) was whole: boot must refuse, naming the segment, the entry's
+// offset and index, change nothing, and verify must refuse too; or boot
+// keeps every record, recs.
+func checkFlipped(t *testing.T, name, dir string, img []byte, off int, index uint64, recs [][]byte) {
+	t.Helper()
+	seg := filepath.Join(dir, segmentName(1))
+	l, err := openImage(t, dir, img)
+	var ce *CorruptError
+	switch {
+	case errors.As(err, &ce):
+		if ce.Segment != seg || ce.Offset != int64(off) || ce.Index != index {
+			t.Fatalf("%s: refused at %s offset %d index %d, want %s offset %d index %d", name, ce.Segment, ce.Offset, ce.Index, seg, off, index)
+		}
+		if after, _ := os.ReadFile(seg); !bytes.Equal(after, img) {
+			t.Fatalf("%s: a refused boot changed the segment", name)
+		}
+		if torn, verr := VerifyDir(dir, func(uint64, [][]byte) error { return nil }); verr == nil {
+			t.Fatalf("%s: boot refuses, verify says torn=%v", name, torn)
+		}
+	case err != nil:
+		t.Fatalf("%s: open: %v", name, err)
+	default:
+		l.Close()
+		if got := readAll(t, dir); !equalRecords(got, recs) {
+			t.Fatalf("%s: booted with %d records, want all %d", name, len(got), len(recs))
 		}
 	}
 }
@@ -179,11 +186,20 @@ func TestTailTearAtEverySectorBoundary(t *testing.T) {
 	}
 }
 
-// flips are the changes tried on byte i of an entry of n bytes: every byte
-// flipped whole; its lowest and highest bit alone too near the entry's ends
-// (length prefix, header, checksum) and at every 7th byte in between.
-func flips(i, n int) []byte {
-	if i < 16 || i >= n-16 || i%7 == 0 {
+// flips are the changes tried on byte i of an entry: every byte flipped
+// whole; its lowest and highest bit alone too near the entry's ends
+// (length prefix, header, checksum) and at every 7th byte in between; and
+// every mask on the length prefix's bytes (the first byte's zeroes it),
+// whose changes make the entry claim another length.
+func flips(entry []byte, i int) []byte {
+	if _, k := binary.Uvarint(entry); i < k {
+		masks := make([]byte, 255)
+		for m := range masks {
+			masks[m] = byte(m + 1)
+		}
+		return masks
+	}
+	if n := len(entry); i < 16 || i >= n-16 || i%7 == 0 {
 		return []byte{0xff, 0x01, 0x80}
 	}
 	return []byte{0xff}

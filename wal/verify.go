@@ -59,7 +59,7 @@ func verifySegments(dir string, segs []segmentFile, from uint64, fn func(index u
 	if int(ce.Offset) > len(data) {
 		return nil, err
 	}
-	verdict := judgeTail(data, int(ce.Offset), ce.Index)
+	verdict := judgeTail(data, int(ce.Offset), ce.Index, versionBefore(segs, data, int(ce.Offset)))
 	switch {
 	case verdict.prefix != nil:
 		_, records, derr := decodeFrame(verdict.frame)
