@@ -129,6 +129,8 @@ func (s *Server) register() {
 	s.handle("POST /workflows/batch", s.putWorkflows)
 	s.handle("GET /workflows/{name}", s.getWorkflow)
 	s.handle("DELETE /workflows/{name}", s.deleteWorkflow)
+	s.handle("GET /workflows/{name}/versions", s.listVersions)
+	s.handle("GET /workflows/{name}/versions/{version}", s.getVersion)
 	s.handle("POST /workflows/{name}/runs", s.triggerRun)
 	s.handle("POST /workflows/{name}/schedule/pause", s.pauseSchedule)
 	s.handle("POST /workflows/{name}/schedule/resume", s.resumeSchedule)

@@ -19,6 +19,7 @@ func TestTokenRequired(t *testing.T) {
 	id := "01a20513-4449-7a72-88e6-f0b8c447588e"
 	endpoints := []struct{ method, path string }{
 		{"GET", "/workflows"}, {"POST", "/workflows"}, {"GET", "/workflows/w"}, {"DELETE", "/workflows/w"},
+		{"GET", "/workflows/w/versions"}, {"GET", "/workflows/w/versions/1"},
 		{"POST", "/workflows/w/runs"}, {"GET", "/runs"}, {"GET", "/runs/" + id}, {"POST", "/runs/" + id + "/cancel"},
 		{"POST", "/runs/" + id + "/retry"}, {"GET", "/runs/" + id + "/tasks"}, {"GET", "/runs/" + id + "/tasks/t/logs"},
 		{"GET", "/metrics"}, {"GET", "/openapi.json"}, {"GET", "/nope"}, {"PUT", "/workflows"},

@@ -227,6 +227,9 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 	t.Helper()
 	f := fxs[""]
 	f.put("name: w\nparams: {who: world}\ntasks:\n  a: {executor: noop}\n")
+	for i := 0; i < 21; i++ { // a workflow keeps 20 versions: version 1 is no longer kept
+		f.put(fmt.Sprintf("name: many\ntasks:\n  a: {executor: noop}\n# %d\n", i))
+	}
 	f.put("name: echo\ntasks:\n  a: {command: 'echo hello'}\n")
 	f.put("name: fails\ntasks:\n  a: {command: 'exit 3'}\n")
 	f.put("name: slow\ntasks:\n  a: {command: 'sleep 60'}\n")
@@ -285,6 +288,16 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "GET /workflows/{name}", path: "/workflows/w", want: 200, valid: true},
 		{op: "GET /workflows/{name}", path: "/workflows/-bad", want: 400},
 		{op: "GET /workflows/{name}", path: "/workflows/nope", want: 404, valid: true},
+		{op: "GET /workflows/{name}/versions", path: "/workflows/many/versions", want: 200, valid: true},
+		{op: "GET /workflows/{name}/versions", path: "/workflows/-bad/versions", want: 400},
+		{op: "GET /workflows/{name}/versions", path: "/workflows/nope/versions", want: 404, valid: true},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/many/versions/2", want: 200, valid: true},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/many/versions/0", want: 400},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/many/versions/02", want: 400},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/-bad/versions/1", want: 400},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/nope/versions/1", want: 404, valid: true},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/many/versions/1", want: 404, valid: true},
+		{op: "GET /workflows/{name}/versions/{version}", path: "/workflows/many/versions/99", want: 404, valid: true},
 		{op: "DELETE /workflows/{name}", method: "DELETE", path: "/workflows/fresh", want: 204, valid: true},
 		{op: "DELETE /workflows/{name}", method: "DELETE", path: "/workflows/-bad", want: 400},
 		{op: "DELETE /workflows/{name}", method: "DELETE", path: "/workflows/nope", want: 404, valid: true},
@@ -345,6 +358,7 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "GET /ui/runs", path: "/ui/runs?workflow=echo&status=failed", want: 200, valid: true},
 		{op: "GET /ui/runs/{id}", path: "/ui/runs/" + done, want: 200, valid: true},
 		{op: "GET /ui/workflows/{name}", path: "/ui/workflows/w", want: 200, valid: true},
+		{op: "GET /ui/workflows/{name}", path: "/ui/workflows/many?version=2", want: 200, valid: true},
 		{op: "GET /ui/assets/{file}", path: "/ui/assets/app.js", want: 200, valid: true},
 		{op: "GET /ui/assets/{file}", path: "/ui/assets/app.js", header: map[string]string{"If-None-Match": etag}, want: 304, valid: true},
 		{op: "GET /ui/assets/{file}", path: "/ui/assets/nope.js", want: 404, valid: true},
