@@ -419,7 +419,8 @@ function runRow(r) {
   return h('tr', { 'data-run': r.id },
     h('td', {}, badge(runStatus(r))),
     h('td', {}, h('a', { href: '/ui/runs/' + r.id, class: 'mono' }, r.id.slice(0, 8))),
-    h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', h('span', { class: 'muted' }, 'v' + r.version)),
+    h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ',
+      h('a', { class: 'muted', href: `/ui/workflows/${encodeURIComponent(r.workflow)}?version=${r.version}` }, 'v' + r.version)),
     h('td', {}, r.trigger || ''),
     h('td', {}, when(r.created_at)),
     h('td', {}, fmtDur(span(r.started_at, r.finished_at))));
@@ -429,7 +430,7 @@ function runRow(r) {
 
 const pageRun = catching(async (id) => {
   const q = new URLSearchParams(location.search);
-  const st = { run: null, sel: q.get('task') || '', fanout: '', wf: null, log: null };
+  const st = { run: null, sel: q.get('task') || '', fanout: '', wf: null, wfGone: false, log: null };
   const head = h('div'), facts = h('div'), dag = h('div', { class: 'dag', id: 'dag' }), gantt = h('div', { class: 'gantt', id: 'gantt' });
   const inst = h('div', { id: 'instances' }), panel = h('div', { id: 'task-panel' }), msg = h('div', { id: 'msg' });
   $('#main').replaceChildren(head, msg, h('div', { class: 'grid' },
@@ -446,7 +447,7 @@ const pageRun = catching(async (id) => {
     const r = st.run;
     head.replaceChildren(h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
       h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
-    facts.replaceChildren(runFacts(r), runActions(r, msg, load));
+    facts.replaceChildren(runFacts(r, st.wfGone), runActions(r, msg, load));
     dag.replaceChildren(drawDAG(runNodes(r), st.sel, pick));
     inst.replaceChildren(st.fanout ? instanceList(r, st.fanout, st.sel, pick) : '');
     gantt.replaceChildren(drawGantt(r, pick));
@@ -459,7 +460,11 @@ const pageRun = catching(async (id) => {
   const load = catching(async () => {
     st.run = (await api('/runs/' + id)).body;
     openSelected();
-    if (!st.wf) api('/workflows/' + encodeURIComponent(st.run.workflow)).then((w) => { st.wf = w.body; drawPanel(st, panel); }).catch(() => {});
+    // The version it ran (its tasks' declared inputs), fetched once.
+    if (!st.wf && !st.wfGone) {
+      api(`/workflows/${encodeURIComponent(st.run.workflow)}/versions/${st.run.version}`).then((w) => { st.wf = w.body; drawPanel(st, panel); })
+        .catch((err) => { if (err.status === 404) { st.wfGone = true; draw(); } });
+    }
     draw();
   });
   // The server puts the run in the page: the first draw needs no request.
@@ -482,12 +487,15 @@ function runStatus(r) {
   return r.paused && !ended ? 'paused' : r.status;
 }
 
-function runFacts(r) {
+// runFacts lists the run's facts; gone: its version is no longer kept.
+function runFacts(r, gone) {
   const params = Object.entries(r.params || {});
   return h('dl', { class: 'facts', id: 'run-facts' },
     h('dt', {}, 'Status'), h('dd', { id: 'run-status' }, badge(runStatus(r))),
     h('dt', {}, 'Run'), h('dd', { class: 'mono' }, r.id),
-    h('dt', {}, 'Workflow'), h('dd', {}, r.workflow, ' v' + r.version),
+    h('dt', {}, 'Workflow'), h('dd', {}, r.workflow, ' ',
+      h('a', { id: 'run-version', href: `/ui/workflows/${encodeURIComponent(r.workflow)}?version=${r.version}` }, 'v' + r.version),
+      gone ? h('span', { class: 'muted', id: 'version-gone' }, ` (version ${r.version} source no longer kept)`) : ''),
     h('dt', {}, 'Trigger'), h('dd', {}, r.trigger || '', r.scheduled_at ? ' (fire of ' + fmtTime(r.scheduled_at) + ')' : ''),
     h('dt', {}, 'Params'), h('dd', {}, params.length ? params.map(([k, v]) => h('div', { class: 'mono' }, k, ' = ', v)) : h('span', { class: 'muted' }, 'none')),
     h('dt', {}, 'Created'), h('dd', {}, fmtTime(r.created_at)),
@@ -687,34 +695,76 @@ async function openLog(st, t, attempt, panel, el) {
 
 // -- one workflow
 
+// staticNodes makes a workflow version's graph: a node per task, an edge
+// per dependency, each with its executor and fan-out.
+function staticNodes(tasks) {
+  return (tasks || []).map((t) => ({ key: t.name, deps: t.depends_on || [], status: 'pending',
+    lines: [t.executor || 'process', t.foreach ? 'foreach ' + t.foreach : t.parallel ? `parallel ${t.parallel}` : t.parallel_from ? 'parallel ' + t.parallel_from : ''] }));
+}
+
+function fmtBytes(n) { return n < 1024 ? n + ' B' : (n / 1024).toFixed(n < 10240 ? 1 : 0) + ' KB'; }
+
 const pageWorkflow = catching(async (name) => {
   const msg = h('div', { id: 'msg' });
   const body = h('div');
+  const base = '/workflows/' + encodeURIComponent(name);
   $('#main').replaceChildren(msg, body);
+  // A version never changes once applied: each is fetched once.
+  const details = new Map();
+  let wf = null, list = null;
+  const wanted = () => new URLSearchParams(location.search).get('version') || String(wf.version);
+  const versionRows = () => list.versions.map((v) => h('tr', { 'data-version': v.version, class: String(v.version) === wanted() ? 'sel' : '',
+    'aria-current': String(v.version) === wanted() ? 'true' : null },
+  h('td', {}, h('a', { href: '?version=' + v.version, onclick: (e) => { e.preventDefault(); setQuery({ version: v.version }, true); showVersion(); } }, 'v' + v.version),
+    v.version === list.current ? h('span', { class: 'muted' }, ' current') : ''),
+  h('td', {}, when(v.applied_at)), h('td', {}, fmtBytes(v.size)), h('td', {}, v.task_count + (v.task_count === 1 ? ' task' : ' tasks'))));
+  const versions = h('tbody');
+  const shown = h('div', { id: 'version' });
+  // showVersion draws the selected version's graph and source (the
+  // current one from the workflow itself).
+  const showVersion = catching(async () => {
+    const v = wanted();
+    versions.replaceChildren(...versionRows());
+    let d = v === String(wf.version) ? { version: wf.version, current: true, tasks: wf.tasks, source: wf.source, applied_at: wf.updated_at } : details.get(v);
+    if (!d) {
+      try { d = (await api(`${base}/versions/${encodeURIComponent(v)}`)).body; details.set(v, d); } catch (err) {
+        if (err instanceof AuthError) return;
+        shown.replaceChildren(h('p', { class: 'err', id: 'version-missing', role: 'alert' }, err.message));
+        return;
+      }
+    }
+    if (wanted() !== v) return; // another was selected meanwhile
+    const nodes = staticNodes(d.tasks);
+    shown.replaceChildren(
+      h('h2', {}, 'Graph of version ', d.version, d.current ? ' (current)' : ''),
+      h('div', { class: 'dag static', id: 'version-graph', 'data-version': d.version }, nodes.length ? drawDAG(nodes, '', () => {}) : h('p', { class: 'muted' }, 'no tasks')),
+      h('h2', {}, 'Source of version ', d.version, ' ', h('span', { class: 'muted' }, 'applied ', fmtTime(d.applied_at))),
+      h('pre', { id: 'source', 'data-version': d.version }, d.source || '(applied without its YAML source)'));
+  });
   const load = catching(async () => {
-    const [w, runs] = await Promise.all([api('/workflows/' + encodeURIComponent(name)), api('/runs?limit=20&workflow=' + encodeURIComponent(name))]);
-    const wf = w.body;
-    const nodes = (wf.tasks || []).map((t) => ({ key: t.name, deps: t.depends_on || [], status: 'pending',
-      lines: [t.executor || 'process', t.foreach ? 'foreach ' + t.foreach : t.parallel ? `parallel ${t.parallel}` : t.parallel_from ? 'parallel ' + t.parallel_from : ''] }));
+    const [w, runs, vs] = await Promise.all([api(base), api('/runs?limit=20&workflow=' + encodeURIComponent(name)), api(base + '/versions')]);
+    wf = w.body; list = vs.body;
     const sched = wf.schedule;
     body.replaceChildren(
       h('h1', {}, 'Workflow ', wf.name, ' ', h('span', { class: 'muted' }, 'v' + wf.version)),
       wf.description ? h('p', {}, wf.description) : '',
       h('div', { class: 'actions' }, h('button', { class: 'primary', onclick: () => triggerDialog(wf) }, 'Trigger…'), sched ? pauseButton(wf, load, msg) : '',
         h('a', { class: 'btn', href: '/ui/runs?workflow=' + encodeURIComponent(wf.name) }, 'All runs')),
-      h('div', { class: 'grid' },
-        h('div', {}, h('h2', {}, 'Graph'), h('div', { class: 'dag static' }, nodes.length ? drawDAG(nodes, '', () => {}) : h('p', { class: 'muted' }, 'no tasks'))),
-        h('dl', { class: 'facts' },
-          h('dt', {}, 'Version'), h('dd', {}, `${wf.version} (updated ${fmtTime(wf.updated_at)}; first ${fmtTime(wf.created_at)})`),
-          h('dt', {}, 'Schedule'), h('dd', {}, sched ? [h('code', {}, sched.cron), sched.paused ? [' ', badge('paused')] : [' next ', when(sched.next_fire)]] : 'none'),
-          h('dt', {}, 'Params'), h('dd', {}, Object.keys(wf.params || {}).length ? Object.entries(wf.params).map(([k, v]) => h('div', { class: 'mono' }, k, ' = ', v)) : 'none'))),
+      h('div', { class: 'grid' }, shown,
+        h('div', {},
+          h('dl', { class: 'facts' },
+            h('dt', {}, 'Version'), h('dd', {}, `${wf.version} (updated ${fmtTime(wf.updated_at)}; first ${fmtTime(wf.created_at)})`),
+            h('dt', {}, 'Schedule'), h('dd', {}, sched ? [h('code', {}, sched.cron), sched.paused ? [' ', badge('paused')] : [' next ', when(sched.next_fire)]] : 'none'),
+            h('dt', {}, 'Params'), h('dd', {}, Object.keys(wf.params || {}).length ? Object.entries(wf.params).map(([k, v]) => h('div', { class: 'mono' }, k, ' = ', v)) : 'none')),
+          h('h2', {}, 'Versions ', h('span', { class: 'muted' }, `(${list.versions.length} kept)`)),
+          h('table', { id: 'versions' }, h('thead', {}, h('tr', {}, ['Version', 'Applied', 'Size', 'Tasks'].map((t) => h('th', {}, t)))), versions))),
       h('h2', {}, 'Recent runs'),
-      h('table', {}, h('tbody', {}, runs.body.length ? runs.body.map(runRow) : h('tr', {}, h('td', { class: 'muted' }, 'no runs yet')))),
-      h('h2', {}, 'Source of version ', wf.version),
-      h('pre', { id: 'source' }, wf.source || '(applied without its YAML source)'));
+      h('table', {}, h('tbody', {}, runs.body.length ? runs.body.map(runRow) : h('tr', {}, h('td', { class: 'muted' }, 'no runs yet')))));
+    await showVersion();
     drawn();
   });
   await load();
+  window.addEventListener('popstate', showVersion);
   live('?tasks=0&workflow=' + encodeURIComponent(name), debounce(load, 500), load);
 });
 
