@@ -77,6 +77,9 @@ func writeEngine(w io.Writer, rs results) {
 		num(rs.med(followersName, "tasks/s-none")), verdict(rs.med(followersName, "ratio"), 0.9, true))
 	p("| issue 23 | the same with 20 streams of run and workflow events only (`?tasks=0`, as the workflows and runs pages follow) (`BenchmarkEventFollowers`) | %s | no stream | ratio ≥ 0.9 | %s |",
 		strconv.FormatFloat(rs.med(followersName, "ratio-run-events"), 'f', 3, 64), verdict(rs.med(followersName, "ratio-run-events"), 0.9, true))
+	p("| issue 23 | the same with 20 streams of each task's latest event per write (`?latest=1`, as a run page follows) (`BenchmarkEventFollowers`) | %s (%s bytes a stream; every event: %s) | no stream | ratio ≥ 0.9 | %s |",
+		strconv.FormatFloat(rs.med(followersName, "ratio-latest"), 'f', 3, 64), num(rs.med(followersName, "bytes/stream-run-latest")),
+		num(rs.med(followersName, "bytes/stream-run")), verdict(rs.med(followersName, "ratio-latest"), 0.9, true))
 	worstPage, worstMs := "", math.NaN()
 	for _, page := range []string{"workflows", "runs", "runs-filtered", "run-fanout", "run-fanout-instances", "workflow"} {
 		if ms := rs.med(uiPagesName, page+"-drawn-max-ms"); !math.IsNaN(ms) && !(ms <= worstMs) {
@@ -258,6 +261,23 @@ func writeEngine(w io.Writer, rs results) {
 	p("  12.8, 17.2, 42.1 s) and 2.98, 5.68, 8.37 s (max-active, ratio 2.81; wall 33.8,")
 	p("  63.3, 99.1 s); with 30,000 pending runs `/metrics` took 1,023 ms and a")
 	p("  filtered `GET /runs` 89 ms.")
+	p("- **issue 23** `api/bench_events_test.go` `BenchmarkEventFollowers`: on one")
+	p("  durable engine (over loopback), each iteration runs a 5,000-instance noop")
+	p("  fan-out four times in turn: with no stream open, then with 20 `/events`")
+	p("  streams open reading every event (20 pages following that very run), then")
+	p("  20 of `?tasks=0`, then 20 of `?latest=1`; a ratio is that run's tasks/s")
+	p("  over the run with none (\"20 pages cost < 10%% of throughput\": ratio ≥ 0.9).")
+	p("  Streams dropped for falling behind are counted (a slow stream is dropped,")
+	p("  never waited for). The ratios are medians of the benchmark's runs")
+	p("  (`-count=%d`, `-benchtime=3x`).", len(rs.values(followersName, "ratio")))
+	p("  `api/bench_ui_test.go` `BenchmarkUIPages`: a daemon with 10,000 finished")
+	p("  one-task runs and a finished run of a 2,000-instance fan-out; headless")
+	p("  Chromium opens each page three times (the first cold) and the worst")
+	p("  counts: from the navigation's start to the page's `orkwal-drawn` mark")
+	p("  (its data drawn): workflows %s, runs %s, runs filtered %s, the fan-out's",
+		msf(rs.med(uiPagesName, "workflows-drawn-max-ms")), msf(rs.med(uiPagesName, "runs-drawn-max-ms")), msf(rs.med(uiPagesName, "runs-filtered-drawn-max-ms")))
+	p("  run %s, with its 2,000 instances listed %s, the workflow %s.",
+		msf(rs.med(uiPagesName, "run-fanout-drawn-max-ms")), msf(rs.med(uiPagesName, "run-fanout-instances-drawn-max-ms")), msf(rs.med(uiPagesName, "workflow-drawn-max-ms")))
 	p("")
 }
 
