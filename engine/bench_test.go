@@ -246,9 +246,15 @@ func threadCPU() time.Duration {
 
 // cpuTime is the process's user+system CPU time: on a shared, noisy machine
 // it shows what the code costs apart from waiting for a core.
-func cpuTime() time.Duration {
+func cpuTime() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) }
+
+// childCPUTime is the user+system CPU time of the children the process
+// has reaped.
+func childCPUTime() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
+
+func rusageCPU(who int) time.Duration {
 	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	syscall.Getrusage(who, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 

@@ -133,6 +133,15 @@ type attempt struct {
 	deferred     bool      // its process ended deferring its work: its jobs are tracked (deferred.go)
 }
 
+// cleaned notes a Finished report whose executor removed the attempt's
+// scratch files itself (executors.Event.Cleaned): the engine then removes
+// nothing once the outcome is durable.
+func (a *attempt) cleaned(ev *executors.Event) {
+	if ev.Cleaned {
+		a.scratch = ""
+	}
+}
+
 // stopReason is why the engine stops the attempt, for its log's last
 // line: its failReason, a cancel, or the daemon's shutdown.
 func (a *attempt) stopReason() string {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -19,6 +20,10 @@ type taskInput struct {
 	Upstream map[string]json.RawMessage `json:"upstream"`
 	Item     json.RawMessage            `json:"item,omitempty"`
 }
+
+// emptyInput is the input document of a task without params, inputs,
+// upstream tasks or item.
+var emptyInput = (&taskInput{Params: map[string]string{}}).encode()
 
 // encode writes the input document. Outputs and items are JSON values
 // validated when they were recorded, so they are copied as they are: a
@@ -69,6 +74,9 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		MaxLogBytes:    max(e.cfg.MaxLogBytes, 0),
 	}
 	err := fillJob(&job, t)
+	if bytes.Equal(job.Input, emptyInput) {
+		job.InputFile = Layout(e.cfg.DataDir).EmptyInput()
+	}
 	scratch := job.Scratch
 	if spec.Executor == "noop" {
 		scratch = "" // noop writes no files

@@ -15,6 +15,7 @@ import (
 //	snapshots/snapshot-<index>.snap       snapshots, index zero-padded to 20 digits
 //	logs/<run>/<task>/<attempt>.log       task output (and its .ring, .tail)
 //	work/<run>/<task>.<attempt>.*         an attempt's contract files
+//	work/input-empty.json                 the input of every attempt whose input is empty
 //
 // The value is the folder's path.
 type Layout string
@@ -59,3 +60,8 @@ func (l Layout) AttemptLog(run, task string, attempt int) string {
 func (l Layout) Scratch(run, task string, attempt int) string {
 	return l.path("work", run, task+"."+strconv.Itoa(attempt))
 }
+
+// EmptyInput is the input file shared by the attempts whose input is the
+// empty document (no params, inputs, upstream or item: see
+// executors.Job.InputFile), so that they create no input file each.
+func (l Layout) EmptyInput() string { return l.path("work", "input-empty.json") }

@@ -296,6 +296,7 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	var rec replay.Record
 	if ev.Kind == executors.Finished {
 		delete(e.notRunCount, ev.TaskID)
+		a.cleaned(ev)
 	}
 	switch {
 	case ev.Kind != executors.Finished: // a heartbeat (Started: see deferStarted)
@@ -425,6 +426,9 @@ func (e *Engine) finishRecord(a *attempt, ev *executors.Event, now int64) *repla
 // its task is found in flight without an attempt and runs again.
 func (e *Engine) forgetExec(ev *executors.Event, out *turnOutput) {
 	if ev.Kind == executors.Finished {
+		if a := e.attempts[ev.TaskID]; a != nil && a.number == ev.Attempt {
+			a.cleaned(ev)
+		}
 		e.forget(ev.TaskID, ev.Attempt, out)
 	}
 }

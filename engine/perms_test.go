@@ -12,7 +12,7 @@ import (
 )
 
 // TestDataFolderIsPrivate: nothing the daemon writes (the WAL, snapshots,
-// logs, a task's input) can be read by another user: folders are 0700 and
+// logs, a task's input, the shared empty input) can be read by another user: folders are 0700 and
 // files 0600 whatever the umask allows. The logs hold what tasks print,
 // the WAL and the input files params and outputs. (A task's output file is
 // the task's, made with its umask, in a folder only the daemon's user may
@@ -24,12 +24,15 @@ func TestDataFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Start()
-	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "t", Executor: "process",
-		Command: []string{"sh", "-c", `echo secret; echo '{"k": 1}' > "$ORKWAL_OUTPUT"; sleep 60`}}}})
+	// t has an input of its own; u's is the empty one, shared.
+	command := []string{"sh", "-c", `echo secret; echo '{"k": 1}' > "$ORKWAL_OUTPUT"; sleep 60`}
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{
+		{Name: "t", Executor: "process", Command: command, Inputs: map[string]workflow.Input{"k": {Const: []byte("1")}}},
+		{Name: "u", Executor: "process", Command: command}}})
 	id := trigger(t, e, "w")
-	waitFor(t, e, "the task to start", func() bool {
+	waitFor(t, e, "the tasks to start", func() bool {
 		r, _ := e.Run(id)
-		return len(r.Tasks) == 1 && r.Tasks[0].Status == "running"
+		return len(r.Tasks) == 2 && r.Tasks[0].Status == "running" && r.Tasks[1].Status == "running"
 	})
 	var files []string
 	check := func() {
@@ -54,7 +57,7 @@ func TestDataFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	check()
-	for _, want := range []string{"/wal", "/logs", "/snapshots", ".input.json"} {
+	for _, want := range []string{"/wal", "/logs", "/snapshots", ".input.json", "/work/input-empty.json"} {
 		if !strings.Contains(strings.Join(files, "\n"), want) {
 			t.Errorf("no %s among the files checked: %v", want, files)
 		}

@@ -62,6 +62,13 @@ type Job struct {
 	MaxLogBytes int64
 	// Input is the JSON document given to the task through ORKWAL_INPUT.
 	Input []byte
+	// InputFile, when set, is the file ORKWAL_INPUT names instead of
+	// Scratch+".input.json": one shared by the attempts whose Input is the
+	// same document (the engine's for the empty one), read-only. The
+	// executor writes Input there when the file is missing or changed since
+	// this process last wrote it (see sharedInputs), and the attempt gets
+	// no input file of its own.
+	InputFile string
 	// Scratch is the path prefix of this attempt's contract files:
 	// Scratch+".input.json" (ORKWAL_INPUT), Scratch+".output.json"
 	// (ORKWAL_OUTPUT), and the python executor's own (see Python). The
@@ -143,6 +150,10 @@ type Event struct {
 	ExitCode int    // -1 when killed by a signal or never started
 	Err      string // a human-readable reason when !OK ("exit status 3", "killed by signal", ...)
 	Output   []byte // the JSON value the task wrote to ORKWAL_OUTPUT, if any
+	// Cleaned: the executor removed the attempt's scratch files (Job.Scratch)
+	// itself as it ended, so the engine need not (RemoveScratch). false
+	// leaves them to the engine.
+	Cleaned bool
 }
 
 // Handle controls launched work.

@@ -49,9 +49,9 @@ func lookPath(name string) (string, error) {
 	return cmd.Path, nil
 }
 
-// writeNew is os.WriteFile(path, data, 0o600) without the poller.
-func writeNew(path string, data []byte) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, 0o600)
+// writeNew is os.WriteFile(path, data, mode) without the poller.
+func writeNew(path string, data []byte, mode uint32) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -125,34 +125,4 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 // it is at most 64).
 func procStat(pid int) ([]byte, error) {
 	return readSmall("/proc/"+strconv.Itoa(pid)+"/stat", make([]byte, 4096))
-}
-
-// scratchSuffixes are the suffixes of every file an executor may make at
-// an attempt's Job.Scratch.
-var scratchSuffixes = [...]string{inputSuffix, outputSuffix, pythonSpecSuffix, errorSuffix}
-
-// RemoveScratch removes an attempt's scratch files (those of Job.Scratch
-// prefix), whichever exist; a folder a task made in the place of one (say
-// at ORKWAL_OUTPUT) goes whole. Files already gone, or no prefix (""), are
-// no error. The run's folder that holds them is left: the files of its other
-// attempts may be there, and it goes with the run's other folders (see
-// engine's sweep).
-func RemoveScratch(prefix string) error {
-	if prefix == "" {
-		return nil
-	}
-	var first error
-	for _, suffix := range scratchSuffixes {
-		err := unix.Unlink(prefix + suffix)
-		if err == unix.EISDIR {
-			err = nil
-			if rerr := os.RemoveAll(prefix + suffix); rerr != nil && first == nil {
-				first = rerr
-			}
-		}
-		if err != nil && err != unix.ENOENT && first == nil {
-			first = &os.PathError{Op: "unlink", Path: prefix + suffix, Err: err}
-		}
-	}
-	return first
 }

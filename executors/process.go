@@ -16,8 +16,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Suffixes of the per-attempt files, after Job.Scratch.
@@ -166,9 +164,6 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], spawnFailed(err))
 	}
 	out.spawned()
-	// The child cannot have been reaped yet (only wait reaps it), so
-	// /proc/pid/stat is readable even if it already exited.
-	startTime, _ := ProcStartTime(c.pid)
 	h := &processHandle{pid: c.pid, defaultGrace: p.cfg.KillGrace}
 	started := Event{
 		Kind:      Started,
@@ -176,10 +171,13 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		Attempt:   job.Attempt,
 		At:        time.Now(),
 		PID:       c.pid,
-		StartTime: startTime,
+		StartTime: c.start,
 	}
 	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes,
 		logPath: job.LogPath, logger: p.cfg.Logger, out: out}
+	if job.InputFile == "" {
+		fin.ownInput = files.input
+	}
 	if p.watch(c, h, out, fin, started, report) {
 		return h, nil
 	}
@@ -239,79 +237,6 @@ func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, started E
 	status, waitErr := c.reap()
 	fin.logIncomplete(out.finish(h.stopNote()))
 	report(finishEvent(fin, status, waitErr))
-}
-
-// scratchPrefix is job.Scratch made absolute (the task may run in another
-// folder).
-func scratchPrefix(job Job) (string, error) {
-	if job.Scratch == "" {
-		return "", errors.New("no scratch path")
-	}
-	prefix, err := filepath.Abs(job.Scratch)
-	if err != nil {
-		return "", fmt.Errorf("scratch path: %w", err)
-	}
-	return prefix, nil
-}
-
-// prepareScratch writes the input file, creating the run's scratch folder
-// if it is missing, and removes any stale output file. None is expected
-// (the attempt's files are removed when it ends or is interrupted, and a
-// start whose dispatch was lost never ran), but a removal that failed
-// must not hand an old output to this attempt.
-func prepareScratch(job Job) (attemptFiles, error) {
-	prefix, err := scratchPrefix(job)
-	if err != nil {
-		return attemptFiles{}, err
-	}
-	files := attemptFiles{input: prefix + inputSuffix, output: prefix + outputSuffix}
-	input := job.Input
-	if len(input) == 0 {
-		input = []byte("{}")
-	}
-	if err := writeScratch(files.input, input); err != nil {
-		return attemptFiles{}, fmt.Errorf("write input: %w", err)
-	}
-	if err := unix.Unlink(files.output); err != nil && err != unix.ENOENT {
-		_ = unix.Unlink(files.input)
-		return attemptFiles{}, fmt.Errorf("remove stale output: %w", &os.PathError{Op: "unlink", Path: files.output, Err: err})
-	}
-	return files, nil
-}
-
-// writeScratch writes a scratch file, creating its folder (the run's) when
-// it is missing: the first start of a run creates it, the others find it.
-func writeScratch(path string, data []byte) error {
-	err := writeNew(path, data)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, err = makeDir(filepath.Dir(path)); err != nil {
-			return fmt.Errorf("create scratch folder: %w", err)
-		}
-		err = writeNew(path, data)
-	}
-	return err
-}
-
-// makeDir creates folder dir and its missing parents, and tells whether
-// it created dir itself (false: it was there). Unlike os.MkdirAll it
-// tries the mkdir first: a task's folder is usually new and its parent
-// there, and every system call counts when thousands of tasks start.
-func makeDir(dir string) (created bool, err error) {
-	err = os.Mkdir(dir, 0o700)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(filepath.Dir(dir), 0o700); err == nil {
-			err = os.Mkdir(dir, 0o700)
-		}
-	}
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrExist):
-		if info, serr := os.Stat(dir); serr == nil && info.IsDir() {
-			return false, nil
-		}
-	}
-	return false, err
 }
 
 // openLog opens path for appending, creating it and its parent folder if
@@ -445,8 +370,25 @@ func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event
 	if outErr == nil {
 		ev.Output = out
 	}
+	ev.Cleaned = fin.cleanScratch(out != nil || outErr != nil)
 	ev.At = time.Now()
 	return ev
+}
+
+// cleanScratch removes the attempt's files once its output is read: its
+// own input file, and what the task left at ORKWAL_OUTPUT (present:
+// readOutput found something there). It tells whether that went well,
+// and so whether the engine need not remove them again (Event.Cleaned).
+// A task that wrote no output costs no system call here.
+func (f finishInfo) cleanScratch(present bool) bool {
+	ok := true
+	if f.ownInput != "" && removeScratchFile(f.ownInput) != nil {
+		ok = false
+	}
+	if present && removeScratchFile(f.outputPath) != nil {
+		ok = false
+	}
+	return ok
 }
 
 // orkOutput is the value of the task's last ORK_OUTPUT:<json> line (see

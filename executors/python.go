@@ -182,6 +182,7 @@ func (pp *preparedPython) Start(report func(Event)) (Handle, error) {
 	return pp.preparedProcess.Start(func(ev Event) {
 		if ev.Kind == Finished {
 			ev = withTaskError(ev, pp.errFile)
+			ev.Cleaned = false // the runner's files are left to the engine
 		}
 		report(ev)
 	})

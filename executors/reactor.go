@@ -94,6 +94,7 @@ type finishInfo struct {
 	logPath        string
 	logger         *slog.Logger
 	outputPath     string
+	ownInput       string // the attempt's own input file; "" when it is shared (Job.InputFile)
 	maxOutputBytes int64
 	out            *taskOutput // its ORK_OUTPUT line, once the log is complete
 }

@@ -19,6 +19,7 @@ import (
 // awaitExit). Either way a running child holds no OS thread of its own.
 type child struct {
 	pid   int
+	start uint64   // its start time (see ProcStartTime); 0 when unknown
 	pidfd int      // non-blocking; -1 when the kernel gave none: awaitExit then blocks a thread in waitid
 	file  *os.File // the pidfd in the runtime's poller, made by awaitExit
 }
@@ -62,14 +63,18 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 	if fd3 != nil {
 		attr.Files = append(attr.Files, fd3.Fd())
 	}
+	before := bootTick()
 	pid, err := syscall.ForkExec(path, argv, attr)
+	after := bootTick()
 	runtime.KeepAlive(null)
 	runtime.KeepAlive(stdout)
 	runtime.KeepAlive(fd3)
 	if err != nil {
 		return nil, spawnError(path, dir, err)
 	}
-	c := &child{pid: pid, pidfd: -1}
+	// The child cannot have been reaped yet (only wait reaps it), so
+	// /proc/pid/stat is readable even if it already exited.
+	c := &child{pid: pid, start: startTime(pid, before, after), pidfd: -1}
 	if pidfd >= 0 {
 		// Non-blocking: waitid on it then answers EAGAIN until the child
 		// exits (Linux 5.10), and os.NewFile registers it with the poller.

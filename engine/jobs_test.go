@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// A task without params, inputs, upstream tasks or item is given the
+// data folder's shared empty input (executors.Job.InputFile) instead of an
+// input file of its own; one with any of them gets its own.
+func TestEmptyInputShared(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 4)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{
+		{Name: "a", Executor: "process", Command: []string{"true"}},
+		{Name: "b", Executor: "process", Command: []string{"true"}, DependsOn: []string{"a"}},
+		{Name: "c", Executor: "process", Command: []string{"true"}, Inputs: map[string]workflow.Input{"k": {Const: []byte("1")}}},
+	}})
+	trigger(t, e, "w")
+	first := m.nextSorted(2, byTaskName)
+	a, c := first[0], first[1]
+	if want := Layout(dir).EmptyInput(); a.InputFile != want || string(a.Input) != string(emptyInput) {
+		t.Errorf("a: InputFile %q, Input %s; want %q, %s", a.InputFile, a.Input, want, emptyInput)
+	}
+	if c.InputFile != "" {
+		t.Errorf("c (an input): InputFile %q, want its own", c.InputFile)
+	}
+	m.finish(a, true)
+	if b := m.next(); b.InputFile != "" {
+		t.Errorf("b (an upstream): InputFile %q, want its own", b.InputFile)
+	}
+}
+
+// The scratch files of an attempt whose executor removed them itself
+// (executors.Event.Cleaned) are not removed again; those of others are,
+// once the outcome is durable.
+func TestCleanedScratchLeftToTheExecutor(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 4)
+	defer e.Close()
+	put(t, e, flat("w", 2))
+	id := trigger(t, e, "w")
+	jobs := m.nextSorted(2, byTaskName)
+	for _, j := range jobs {
+		if err := os.MkdirAll(filepath.Dir(j.Scratch), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(j.Scratch+".output.json", []byte("1"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.mu.Lock()
+	report := m.reports[jobs[0].TaskID]
+	m.mu.Unlock()
+	report(executors.Event{Kind: executors.Finished, TaskID: jobs[0].TaskID, Attempt: 1, OK: true, Cleaned: true})
+	m.finish(jobs[1], true)
+	waitFor(t, e, "the run", func() bool { return runStatus(e, id) == "success" })
+	e.launcher.wait()
+	if _, err := os.Stat(jobs[0].Scratch + ".output.json"); err != nil {
+		t.Errorf("a (Cleaned): its file was removed by the engine: %v", err)
+	}
+	if _, err := os.Stat(jobs[1].Scratch + ".output.json"); !os.IsNotExist(err) {
+		t.Errorf("b: its file was not removed: %v", err)
+	}
+}

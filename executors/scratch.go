@@ -1,0 +1,231 @@
+package executors
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// An attempt's contract files live side by side in its run's folder (see
+// Job.Scratch). Every creation or removal of a name takes the folder's lock
+// in the kernel, and the attempts of a run share that folder: with
+// thousands of short tasks, a file created and removed per attempt cost
+// more CPU than the spawn (2,000 `true` tasks at concurrency 16: about
+// 320 µs an attempt, contended, of 560; the spawn took 160). So what an
+// attempt does not need is not made: an attempt whose input is shared
+// (Job.InputFile) gets no input file of its own, and looks only (without
+// the lock) for the folder and for a stale output.
+
+// scratchPrefix is job.Scratch made absolute (the task may run in another
+// folder).
+func scratchPrefix(job Job) (string, error) {
+	if job.Scratch == "" {
+		return "", errors.New("no scratch path")
+	}
+	prefix, err := filepath.Abs(job.Scratch)
+	if err != nil {
+		return "", fmt.Errorf("scratch path: %w", err)
+	}
+	return prefix, nil
+}
+
+// prepareScratch makes the attempt's input available, creating the run's
+// scratch folder if it is missing: its own input file, or the shared one
+// (Job.InputFile, written if need be), and removes any stale output file.
+// None is expected (the attempt's files are removed when it ends or is
+// interrupted, and a start whose dispatch was lost never ran), but a
+// removal that failed must not hand an old output to this attempt.
+func prepareScratch(job Job) (attemptFiles, error) {
+	prefix, err := scratchPrefix(job)
+	if err != nil {
+		return attemptFiles{}, err
+	}
+	files := attemptFiles{input: prefix + inputSuffix, output: prefix + outputSuffix}
+	input := job.Input
+	if len(input) == 0 {
+		input = []byte("{}")
+	}
+	own := job.InputFile == ""
+	if own {
+		err = writeScratch(files.input, input)
+	} else {
+		files.input, err = shareInput(job.InputFile, input, filepath.Dir(prefix))
+	}
+	if err != nil {
+		return attemptFiles{}, fmt.Errorf("write input: %w", err)
+	}
+	if err := removeStale(files.output); err != nil {
+		if own {
+			_ = unix.Unlink(files.input)
+		}
+		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
+	}
+	return files, nil
+}
+
+// shareInput returns the absolute path of the shared input file path,
+// holding data (see sharedInputs), once the run's scratch folder dir
+// exists (the task may write its output there).
+func shareInput(path string, data []byte, dir string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("shared input path: %w", err)
+	}
+	if err := sharedInputs.ensure(abs, data); err != nil {
+		return "", err
+	}
+	if err := ensureDir(dir); err != nil {
+		return "", fmt.Errorf("create scratch folder: %w", err)
+	}
+	return abs, nil
+}
+
+// sharedInputs are the shared input files (Job.InputFile) as this process
+// last wrote them: a file found as it was left is trusted without reading
+// it (one stat), one found changed or gone (a task removed or rewrote it:
+// the path is the task's to read, not to change) is written again before
+// the next start. One entry per data folder the process uses.
+var sharedInputs = &sharedFiles{known: map[string]fileID{}}
+
+type sharedFiles struct {
+	mu    sync.Mutex
+	known map[string]fileID // by path; guarded by mu
+}
+
+// idOf is the fileID (see python_interp.go) of a stat: a rewrite changes
+// the modification time, a replacement the inode.
+func idOf(st *unix.Stat_t) fileID {
+	return fileID{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano()}
+}
+
+// ensure makes path hold data: nothing when it is as this process left
+// it; otherwise it is written to path+".tmp" (read-only), then renamed
+// over path, so that a task never reads it half written.
+func (s *sharedFiles) ensure(path string, data []byte) error {
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.known[path] == idOf(&st) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT { // read-only: not opened again for writing
+		return &os.PathError{Op: "unlink", Path: tmp, Err: err}
+	}
+	if err := writeScratchMode(tmp, data, 0o400); err != nil {
+		return err
+	}
+	if err := unix.Rename(tmp, path); err != nil {
+		return &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
+	}
+	if err := unix.Lstat(path, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	s.known[path] = idOf(&st)
+	return nil
+}
+
+// ensureDir creates folder dir (and its parents) unless it is there: a
+// stat, which takes no lock, in the usual case.
+func ensureDir(dir string) error {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return nil
+	}
+	_, err := makeDir(dir)
+	return err
+}
+
+// removeStale removes path if something is there; the look first takes no
+// lock, and nothing is there in the usual case.
+func removeStale(path string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err == unix.ENOENT {
+		return nil
+	}
+	if err := unix.Unlink(path); err != nil && err != unix.ENOENT {
+		return &os.PathError{Op: "unlink", Path: path, Err: err}
+	}
+	return nil
+}
+
+// writeScratch writes a scratch file, creating its folder (the run's) when
+// it is missing: the first start of a run creates it, the others find it.
+func writeScratch(path string, data []byte) error {
+	return writeScratchMode(path, data, 0o600)
+}
+
+func writeScratchMode(path string, data []byte, mode uint32) error {
+	err := writeNew(path, data, mode)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err = makeDir(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("create scratch folder: %w", err)
+		}
+		err = writeNew(path, data, mode)
+	}
+	return err
+}
+
+// makeDir creates folder dir and its missing parents, and tells whether
+// it created dir itself (false: it was there). Unlike os.MkdirAll it
+// tries the mkdir first: a task's folder is usually new and its parent
+// there, and every system call counts when thousands of tasks start.
+func makeDir(dir string) (created bool, err error) {
+	err = os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(dir), 0o700); err == nil {
+			err = os.Mkdir(dir, 0o700)
+		}
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		if info, serr := os.Stat(dir); serr == nil && info.IsDir() {
+			return false, nil
+		}
+	}
+	return false, err
+}
+
+// scratchSuffixes are the suffixes of every file an executor may make at
+// an attempt's Job.Scratch.
+var scratchSuffixes = [...]string{inputSuffix, outputSuffix, pythonSpecSuffix, errorSuffix}
+
+// RemoveScratch removes an attempt's scratch files (those of Job.Scratch
+// prefix), whichever exist; a folder a task made in the place of one (say
+// at ORKWAL_OUTPUT) goes whole. Files already gone, or no prefix (""), are
+// no error. The run's folder that holds them is left: the files of its other
+// attempts may be there, and it goes with the run's other folders (see
+// engine's sweep).
+func RemoveScratch(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	var first error
+	for _, suffix := range scratchSuffixes {
+		if err := removeScratchFile(prefix + suffix); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// removeScratchFile removes path, whole if it is a folder; one already
+// gone is no error.
+func removeScratchFile(path string) error {
+	err := unix.Unlink(path)
+	switch err {
+	case nil, unix.ENOENT:
+		return nil
+	case unix.EISDIR:
+		return os.RemoveAll(path)
+	}
+	return &os.PathError{Op: "unlink", Path: path, Err: err}
+}

@@ -1,0 +1,107 @@
+package executors
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// An attempt given a shared input file reads it through ORKWAL_INPUT and
+// gets no input file of its own; a task that removes or rewrites the
+// shared file does not change the input of the attempts after it.
+func TestSharedInputFile(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "work", "input-empty.json") // its folder is made too
+	const doc = `{"params":{},"inputs":{},"upstream":{}}`
+	run := func(script string) Event {
+		t.Helper()
+		job := newTestJob(t, "sh", "-c", `test "$ORKWAL_INPUT" = "$SHARED" && test ! -e "$OWN" || exit 9
+cat "$ORKWAL_INPUT" > "$ORKWAL_OUTPUT"
+`+script)
+		job.Input, job.InputFile = []byte(doc), shared
+		job.Env = map[string]string{"SHARED": shared, "OWN": job.Scratch + inputSuffix}
+		return runJob(t, job)
+	}
+	for i, script := range []string{
+		"",
+		`rm -f "$ORKWAL_INPUT"`, // removed: written again
+		`chmod u+w "$ORKWAL_INPUT" && echo '{"x":1}' >"$ORKWAL_INPUT"`, // rewritten: written again
+		`mv "$ORKWAL_INPUT" "$ORKWAL_INPUT.moved" && echo '{}' >"$ORKWAL_INPUT"`,
+		"",
+	} {
+		if fin := run(script); !fin.OK || string(fin.Output) != doc {
+			t.Fatalf("attempt %d: Finished = {OK:%v Err:%q Output:%s}, want the shared document", i, fin.OK, fin.Err, fin.Output)
+		}
+	}
+	info, err := os.Stat(shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o400 {
+		t.Errorf("shared input mode %v, want read-only 0400", info.Mode().Perm())
+	}
+}
+
+// A process attempt removes its own files as it ends and says so
+// (Event.Cleaned); a shared input is left.
+func TestProcessCleansItsScratch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		script string
+		shared bool
+	}{
+		{name: "no output", script: "true"},
+		{name: "an output", script: `echo 1 > "$ORKWAL_OUTPUT"`},
+		{name: "a folder at the output", script: `mkdir -p "$ORKWAL_OUTPUT/sub"`},
+		{name: "a failure", script: `echo 1 > "$ORKWAL_OUTPUT"; exit 3`},
+		{name: "shared input", script: `echo 1 > "$ORKWAL_OUTPUT"`, shared: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := newTestJob(t, "sh", "-c", tt.script)
+			if tt.shared {
+				job.InputFile = filepath.Join(t.TempDir(), "input.json")
+			}
+			if fin := runJob(t, job); !fin.Cleaned {
+				t.Fatalf("Finished = %+v, want Cleaned", fin)
+			}
+			for _, suffix := range scratchSuffixes {
+				if _, err := os.Lstat(job.Scratch + suffix); !os.IsNotExist(err) {
+					t.Errorf("%s left: %v", suffix, err)
+				}
+			}
+			if _, err := os.Stat(job.InputFile); tt.shared && err != nil {
+				t.Errorf("shared input: %v", err)
+			}
+		})
+	}
+}
+
+// The start time of a child is read from the clock around its spawn, not
+// from /proc, and is the one /proc shows.
+func TestSpawnStartTimeFromClock(t *testing.T) {
+	path, err := lookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		c, err := spawn(path, []string{"true"}, "", nil, &taskOutput{pipeFD: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ProcStartTime(c.pid) // not reaped yet: still there
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.reap(); err != nil {
+			t.Fatal(err)
+		}
+		if c.start != want {
+			t.Fatalf("spawn %d: start time %d, /proc says %d", i, c.start, want)
+		}
+	}
+	if got := tickCheck.Load(); got != 1 {
+		t.Errorf("tickCheck = %d: the clock's ticks were never taken as the start time", got)
+	}
+}
