@@ -54,8 +54,10 @@ func FuzzSegment(f *testing.F) {
 	f.Add(append(append([]byte(nil), good[:10]...), good[20:]...))
 	f.Add([]byte{})
 	f.Add([]byte{0x7f, 1, 1, 1})
-	if golden, err := os.ReadFile(filepath.Join(goldenDir, "00000000000000000001")); err == nil {
-		f.Add(golden) // every record kind, as written by this version
+	for _, dir := range []string{goldenDir, goldenV1Dir} {
+		if golden, err := os.ReadFile(filepath.Join(dir, "00000000000000000001")); err == nil {
+			f.Add(golden) // every record kind, in version 2 frames (this version's) and version 1
+		}
 	}
 	f.Fuzz(func(t *testing.T, seg []byte) {
 		dir := t.TempDir()
