@@ -30,7 +30,7 @@ const pollInterval = 200 * time.Millisecond
 func clientCommands() []*cli.Command {
 	return []*cli.Command{
 		applyCommand(), validateCommand(), triggerCommand(), runsCommand(),
-		showCommand(), watchCommand(), logsCommand(), workflowsCommand(), deleteCommand(), cancelCommand(), retryCommand(), markCommand(), pauseCommand(true), pauseCommand(false),
+		showCommand(), watchCommand(), logsCommand(), workflowsCommand(), versionsCommand(), deleteCommand(), cancelCommand(), retryCommand(), markCommand(), pauseCommand(true), pauseCommand(false),
 		scheduleCommand(), alertsCommand(),
 		completionCommand(),
 	}

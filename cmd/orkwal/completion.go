@@ -114,7 +114,7 @@ func completionSession(c *cli.Context) (*client, context.Context, context.Cancel
 	return cl, ctx, cancel, true
 }
 
-// completeWorkflows completes the workflow name of trigger and delete.
+// completeWorkflows completes the workflow name of trigger, delete and versions.
 func completeWorkflows(c *cli.Context) {
 	if completingFlag(c) {
 		cli.DefaultCompleteWithFlags(c.Command)(c)
