@@ -60,7 +60,7 @@ func (s *Server) registerUI() {
 		http.Redirect(w, r, "/ui/", http.StatusFound)
 	})
 	for _, p := range []string{"GET /ui/{$}", "GET /ui/runs", "GET /ui/runs/{id}", "GET /ui/workflows/{name}"} {
-		s.handle(p, s.uiPage, "workflow", "status", "since", "q", "task", "version")
+		s.handle(p, s.uiPage, "workflow", "status", "since", "cursor", "q", "task", "version")
 	}
 	s.handle("GET /ui/assets/{file}", s.uiAsset)
 	s.handle("POST /ui/login", s.login)

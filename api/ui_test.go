@@ -59,7 +59,7 @@ func TestUIPagesAndSession(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/ui/" {
 		t.Fatalf("GET /: %v %v", resp, err)
 	}
-	for _, p := range []string{"/ui/", "/ui/runs?workflow=dag&status=failed", "/ui/runs/" + id, "/ui/workflows/dag", "/ui/assets/app.js", "/ui/assets/style.css"} {
+	for _, p := range []string{"/ui/", "/ui/runs?workflow=dag&status=failed", "/ui/runs?workflow=dag&cursor=" + id, "/ui/runs/" + id, "/ui/workflows/dag", "/ui/workflows/dag?version=1", "/ui/assets/app.js", "/ui/assets/style.css"} {
 		resp, err := http.Get(f.srv.URL + p)
 		if err != nil || resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
 			t.Fatalf("GET %s without the token: %v %v", p, resp, err)
