@@ -31,6 +31,11 @@ func (p *parser) executorKey(pt *parsedTask, e entry) (bool, error) {
 			t.HTTP = &HTTPSpec{}
 		}
 		err = p.httpKey(t.HTTP, e)
+	case "job", "project", "region":
+		if t.CloudRun == nil {
+			t.CloudRun = &CloudRunSpec{}
+		}
+		err = p.cloudRunKey(t.CloudRun, e)
 	default:
 		return false, nil
 	}
@@ -143,6 +148,9 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 	if t.Executor != "http" && t.HTTP != nil {
 		return p.fail(pt.node, path, "method, url, headers, body, request_timeout and async are for executor http")
 	}
+	if t.Executor != "cloudrun" && t.CloudRun != nil {
+		return p.fail(pt.node, path, "job, project and region are for executor cloudrun")
+	}
 	switch t.Executor {
 	case "python":
 		return p.checkPython(pt, path)
@@ -153,6 +161,8 @@ func (p *parser) checkExecutor(pt parsedTask, path string) error {
 			return p.fail(pt.node, joinPath(path, "file"), "required for executor library (the shared object exporting ork_task_run and ork_task_free)")
 		}
 		return p.resolveFile(pt, path)
+	case "cloudrun":
+		return p.checkCloudRun(pt, path)
 	case "http":
 		if t.HTTP == nil || t.HTTP.URL == "" {
 			return p.fail(pt.node, joinPath(path, "url"), "required for executor http")

@@ -374,7 +374,7 @@ func (p *parser) checkCommand(pt parsedTask, path string) error {
 	switch {
 	case t.Executor == "process" && len(t.Command) == 0 && t.File == "":
 		return p.fail(pt.node, joinPath(path, "command"), "required for executor process (or Ork's file: the program to run)")
-	case (t.Executor == "noop" || t.Executor == "http" || t.Executor == "library") && len(t.Command) != 0:
+	case (t.Executor == "noop" || t.Executor == "http" || t.Executor == "library" || t.Executor == "cloudrun") && len(t.Command) != 0:
 		return p.fail(pt.node, joinPath(path, "command"), "not allowed for executor %s", t.Executor)
 	}
 	return nil

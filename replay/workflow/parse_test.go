@@ -207,7 +207,6 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "name: a\nnmae: b\ntasks: {a: {command: x}}\n", "etl.yaml: nmae: unknown key"},
 		{"unknown task key", "name: etl\ntasks:\n  extract:\n    comand: [x]\n", "etl.yaml: tasks.extract.comand: unknown key"},
 		{"bad cron", "name: a\nschedule: \"61 * * * *\"\ntasks:\n  a: {command: x}\n", `etl.yaml: schedule: bad cron expression "61 * * * *"`},
-		{"not supported task key", "name: a\ntasks:\n  a: {command: x, job: j}\n", "etl.yaml: tasks.a.job: not supported yet in this version"},
 		{"task key at top level", "name: a\nretries: 3\ntasks: {a: {command: x}}\n", "etl.yaml: retries: unknown key"},
 		{"workflow key in task", "name: a\ntasks:\n  a: {command: x, schedule: daily}\n", "etl.yaml: tasks.a.schedule: unknown key"},
 		{"odd key quoted", "name: a\ntasks:\n  a: {command: x, \"bad key\": 1}\n", `etl.yaml: tasks.a."bad key": unknown key`},
@@ -232,8 +231,7 @@ func TestParseErrors(t *testing.T) {
 		{"workdir is a list", "name: a\ntasks:\n  a: {command: x, workdir: [d]}\n", "etl.yaml: tasks.a.workdir: expected a string, got a list"},
 
 		// Values.
-		{"unknown executor", "name: a\ntasks:\n  a: {command: x, executor: docker}\n", `etl.yaml: tasks.a.executor: unknown executor "docker" (allowed: process, noop, python, http, library)`},
-		{"executor not supported yet", "name: a\ntasks:\n  a: {executor: cloudrun, job: j}\n", `etl.yaml: tasks.a.executor: executor "cloudrun" is not supported yet in this version (allowed: process, noop, python, http, library)`},
+		{"unknown executor", "name: a\ntasks:\n  a: {command: x, executor: docker}\n", `etl.yaml: tasks.a.executor: unknown executor "docker" (allowed: process, noop, python, http, library, cloudrun)`},
 		{"missing command", "name: a\ntasks:\n  a: {env: {A: b}}\n", "etl.yaml: tasks.a.command: required for executor process"},
 		{"null task", "name: a\ntasks:\n  a:\n", "etl.yaml: tasks.a.command: required for executor process"},
 		{"null command", "name: a\ntasks:\n  a: {command: null}\n", "etl.yaml: tasks.a.command: required for executor process"},

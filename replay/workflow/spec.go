@@ -97,6 +97,8 @@ type Task struct {
 
 	// HTTP executor.
 	HTTP *HTTPSpec `msgpack:"http,omitempty" json:"http,omitempty"`
+	// Cloud Run executor (Ork's cloudrun).
+	CloudRun *CloudRunSpec `msgpack:"cloudrun,omitempty" json:"cloudrun,omitempty"`
 
 	// Gates.
 	Mutex    string        `msgpack:"mutex,omitempty" json:"mutex,omitempty"` // key template, e.g. "db-{{params.db}}"
@@ -114,6 +116,15 @@ type HTTPSpec struct {
 	Body           string            `msgpack:"body,omitempty" json:"body,omitempty"`
 	RequestTimeout time.Duration     `msgpack:"request_timeout,omitempty" json:"request_timeout,omitempty"`
 	Async          *HTTPAsyncSpec    `msgpack:"async,omitempty" json:"async,omitempty"`
+}
+
+// CloudRunSpec is a cloudrun task: an execution of a Cloud Run job. Job
+// is Ork's job (a name, or projects/P/locations/L/jobs/J); Project and
+// Region are orkwal's, for a job given by name ("" = the daemon's).
+type CloudRunSpec struct {
+	Job     string `msgpack:"job" json:"job"`
+	Project string `msgpack:"project,omitempty" json:"project,omitempty"`
+	Region  string `msgpack:"region,omitempty" json:"region,omitempty"`
 }
 
 // HTTPAsyncSpec follows remote work started by an http task until its

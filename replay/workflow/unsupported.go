@@ -17,20 +17,17 @@ var notSupportedYet = map[string]level{
 	// Workflow level.
 
 	// Task level.
-	"job": levelTask, // Ork's cloudrun executor
 }
 
 // executors this build runs. The first is the default.
-var executors = []string{"process", "noop", "python", "http", "library"}
+var executors = []string{"process", "noop", "python", "http", "library", "cloudrun"}
 
 // executorAliases are other names of an executor; Parse stores the target.
 var executorAliases = map[string]string{
-	"shell": "process", // Ork's name for the process executor
+	"shell":     "process",  // Ork's name for the process executor
+	"cloud_run": "cloudrun", // Ork accepts both
 }
 
 // executorsNotSupportedYet are executor names Ork accepts that this build
 // cannot run yet.
-var executorsNotSupportedYet = map[string]bool{
-	"cloudrun":  true,
-	"cloud_run": true,
-}
+var executorsNotSupportedYet = map[string]bool{}
