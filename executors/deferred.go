@@ -60,6 +60,10 @@ type DeferredJob struct {
 	// once every job is done, its "deferred" list included (Ork's
 	// example declares it in the task's output_type).
 	Output []byte
+	// Owned: the attempt started these jobs itself (executor cloudrun),
+	// so a stop other than a shutdown (StopShutdown) cancels them, and
+	// its success has no output (as Ork's cloudrun executor).
+	Owned bool
 }
 
 // NewDeferred returns a Deferred with cfg's defaults filled.
@@ -207,7 +211,11 @@ func (r *deferredRun) run() {
 	for len(pending) > 0 {
 		select {
 		case <-r.ctx.Done():
-			r.finish(false, r.stopReason())
+			reason := r.stopReason()
+			if r.job.Deferred.Owned && reason != StopShutdown {
+				cancelJobs(pending, r.logf)
+			}
+			r.finish(false, reason)
 			return
 		case <-tick.C:
 		}
@@ -263,29 +271,60 @@ func (r *deferredRun) stopReason() string {
 
 func (r *deferredRun) finish(ok bool, reason string) {
 	ev := Event{Kind: Finished, TaskID: r.job.TaskID, Attempt: r.job.Attempt, At: time.Now(), OK: ok}
-	if ok {
+	if ok && !r.job.Deferred.Owned {
 		ev.Output = r.job.Deferred.Output
-	} else {
+	} else if !ok {
 		ev.ExitCode, ev.Err = -1, reason
 		r.logf("[orkwal: %s]", reason)
 	}
 	r.report(ev)
 }
 
-// logf appends a line to the attempt's log (best effort: the log says
-// what the polling saw, the outcome is in the Finished event).
 func (r *deferredRun) logf(format string, args ...any) {
-	if r.job.LogPath == "" {
+	appendLog(r.job.LogPath, r.d.cfg.Logger, format, args...)
+}
+
+// appendLog appends a line to an attempt's log at path (best effort: the
+// log says what the polling of remote work saw, the outcome is in the
+// Finished event).
+func appendLog(path string, logger *slog.Logger, format string, args ...any) {
+	if path == "" {
 		return
 	}
-	os.MkdirAll(filepath.Dir(r.job.LogPath), 0o755)
-	f, err := os.OpenFile(r.job.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		r.d.cfg.Logger.Warn("deferred: could not write the attempt's log", "log", r.job.LogPath, "err", err)
+		logger.Warn("could not write the attempt's log", "log", path, "err", err)
 		return
 	}
 	defer f.Close()
 	fmt.Fprintf(f, format+"\n", args...)
+}
+
+// canceller is a tracker whose job can be cancelled.
+type canceller interface {
+	cancel(ctx context.Context) error
+}
+
+// cancelTimeout bounds the cancel of one job.
+const cancelTimeout = 30 * time.Second
+
+// cancelJobs asks each job that can be cancelled to end, saying in the
+// log (logf) whether it was.
+func cancelJobs(jobs []tracker, logf func(string, ...any)) {
+	for _, j := range jobs {
+		c, ok := j.(canceller)
+		if !ok {
+			continue
+		}
+		ctx, done := context.WithTimeout(context.Background(), cancelTimeout)
+		if err := c.cancel(ctx); err != nil {
+			logf("could not cancel %s (it may still run): %v", j, err)
+		} else {
+			logf("cancelled %s", j)
+		}
+		done()
+	}
 }
 
 // httpTracker is Ork's custom_http: a request whose JSON answer has a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // googleTracker polls a Google Cloud job through its public REST API
@@ -59,6 +60,8 @@ func newGoogleTracker(client *http.Client, auth *googleAuth, base string, d *des
 		t.url = cmp.Or(base, "https://run.googleapis.com") + "/v2/projects/" + esc(d.Project) + "/locations/" + esc(d.Region) +
 			"/jobs/" + esc(d.JobName) + "/executions/" + esc(d.ExecutionID)
 		t.status = cloudRunStatus
+		t.name = d.Service + " " + t.url
+		return &cloudRunTracker{t}, nil
 	case "dataproc":
 		if err := required(d.Service, "project", d.Project, "region", d.Region, "job_id", d.JobID); err != nil {
 			return nil, err
@@ -124,20 +127,51 @@ func dataprocStatus(doc *googleJob) (jobStatus, string) {
 	return jobRunning, ""
 }
 
-// cloudRunStatus: an execution has ended once it has a completionTime;
-// it failed if a task failed or was cancelled.
+// cloudRunStatus: an execution has ended once its Completed condition
+// has succeeded or failed, or it has a completionTime; it failed if that
+// condition failed, or a task failed or was cancelled.
 func cloudRunStatus(doc *googleJob) (jobStatus, string) {
-	if doc.CompletionTime == "" {
-		return jobRunning, ""
-	}
-	if doc.FailedCount == 0 && doc.CancelledCount == 0 {
-		return jobDone, ""
-	}
-	msg := fmt.Sprintf("%d tasks failed, %d cancelled", doc.FailedCount, doc.CancelledCount)
+	var completed string
+	var msg string
 	for _, c := range doc.Conditions {
-		if c.Type == "Completed" && c.Message != "" {
-			msg += ": " + c.Message
+		if c.Type == "Completed" {
+			completed, msg = c.State, c.Message
 		}
 	}
-	return jobFailed, msg
+	ended := completed == "CONDITION_SUCCEEDED" || completed == "CONDITION_FAILED"
+	switch {
+	case !ended && doc.CompletionTime == "":
+		return jobRunning, ""
+	case completed != "CONDITION_FAILED" && doc.FailedCount == 0 && doc.CancelledCount == 0:
+		return jobDone, ""
+	}
+	counts := fmt.Sprintf("%d tasks failed, %d cancelled", doc.FailedCount, doc.CancelledCount)
+	if msg == "" {
+		return jobFailed, counts
+	}
+	return jobFailed, counts + ": " + msg
+}
+
+// cloudRunTracker polls a Cloud Run execution, and cancels it
+// (executions.cancel: POST /v2/projects/P/locations/R/jobs/J/executions/E:cancel).
+type cloudRunTracker struct{ *googleTracker }
+
+func (t *cloudRunTracker) cancel(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+":cancel", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if err := t.auth.authorize(req); err != nil {
+		return err
+	}
+	var op operation
+	code, err := doJSON(t.client, req, &op)
+	switch {
+	case err != nil:
+		return err
+	case code/100 != 2:
+		return fmt.Errorf("status %d: %s", code, op.Error.Message)
+	}
+	return nil
 }

@@ -102,6 +102,8 @@ type Job struct {
 	// Deferred is set for the tracking of a deferring attempt's jobs (see
 	// Deferred).
 	Deferred *DeferredJob
+	// CloudRun is set for the cloudrun executor (see CloudRun).
+	CloudRun *CloudRunJob
 }
 
 // OrkTask is what Ork tells a task about itself beyond orkwal's contract:
@@ -164,9 +166,14 @@ type Handle interface {
 	// ends with the line "[orkwal: REASON]" ("[orkwal: REASON: SIGTERM,
 	// then SIGKILL]" for a process that outlived SIGTERM and the grace),
 	// written before Finished is reported. Only the first call's reason
-	// counts.
+	// counts. A stop for StopShutdown lets go of remote work that a later
+	// boot resumes (a deferred wait: see Deferred) rather than ending it.
 	Stop(grace time.Duration, reason string)
 }
+
+// StopShutdown is the reason of a stop because the daemon is shutting
+// down: not the attempt's outcome.
+const StopShutdown = "attempt interrupted: the daemon stopped"
 
 // Executor launches jobs of one kind.
 type Executor interface {
