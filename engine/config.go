@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ type Config struct {
 	MaxConcurrent  int                           // attempts in flight at once; default 16
 	Executors      map[string]executors.Executor // by kind; default process + noop
 	Deferred       executors.Executor            // tracks deferred tasks' jobs (deferred.go); default executors.NewDeferred
+	CloudRun       executors.CloudRunConfig      // the default executors' cloudrun (its project and region)
 	Clock          Clock                         // default WallClock
 	Logger         *slog.Logger                  // default slog.Default()
 	KillGrace      time.Duration                 // SIGTERM → SIGKILL; default 10s
@@ -108,9 +110,11 @@ func (c Config) withDefaults() Config {
 			"library": py, // ork_task_run through the python runner (PythonJob.Library)
 			"http":    executors.NewHTTP(executors.HTTPConfig{Logger: c.Logger}),
 		}
+		c.CloudRun.Logger = cmp.Or(c.CloudRun.Logger, c.Logger)
+		c.Executors["cloudrun"] = executors.NewCloudRun(c.CloudRun)
 	}
 	if c.Deferred == nil {
-		c.Deferred = executors.NewDeferred(executors.DeferredConfig{Logger: c.Logger})
+		c.Deferred = executors.NewDeferred(executors.DeferredConfig{Logger: c.Logger, Google: c.CloudRun.Google})
 	}
 	if c.Clock == nil {
 		c.Clock = WallClock

@@ -7,7 +7,8 @@ import (
 
 // Deferred work (Ork's deferrables): a python attempt that succeeds with
 // an output whose "deferred" is a non-empty list of job descriptors has
-// handed its work to the scheduler. Its end is recorded as task_deferred
+// handed its work to the scheduler, and so has a cloudrun attempt once
+// its execution started. Its end is recorded as task_deferred
 // (the task stays running, its output kept, its process gone), and once
 // that is durable Config.Deferred polls the jobs; its Finished report ends
 // the attempt as any executor's does (task_finished with the output, so
@@ -17,10 +18,13 @@ import (
 // WAL) resumes it for every deferred task in flight: the log says which,
 // one tracker per attempt, so no job is polled twice at once.
 
-// deferring reports whether ev, a python attempt's end, defers its work.
+// deferring reports whether ev, a python or cloudrun attempt's end,
+// defers its work. A cloudrun attempt always ends so once it has started
+// its execution (executors.CloudRun): the execution is tracked as a
+// deferred job of its own (executors.DeferredJob.Owned).
 func deferring(a *attempt, ev *executors.Event) bool {
-	return ev.Kind == executors.Finished && ev.OK && !a.deferred && a.spec.Executor == "python" &&
-		executors.DefersWork(ev.Output)
+	return ev.Kind == executors.Finished && ev.OK && !a.deferred &&
+		(a.spec.Executor == "python" || a.spec.Executor == "cloudrun") && executors.DefersWork(ev.Output)
 }
 
 // deferTask records that a's process ended deferring its work and tracks
@@ -46,7 +50,8 @@ func (e *Engine) deferTask(a *attempt, ev *executors.Event, now int64, out *turn
 
 // trackJob is the job that tracks a deferring attempt's jobs.
 func (e *Engine) trackJob(a *attempt, output []byte) executors.Job {
-	job := executors.Job{RunID: a.ref.Run, TaskID: a.taskID, Attempt: a.number, Deferred: &executors.DeferredJob{Output: output}}
+	job := executors.Job{RunID: a.ref.Run, TaskID: a.taskID, Attempt: a.number,
+		Deferred: &executors.DeferredJob{Output: output, Owned: a.spec.Executor == "cloudrun"}}
 	if t, err := e.state.Task(a.ref); err == nil {
 		job.TaskName, job.Workflow = t.Name, t.Run.Workflow
 		job.LogPath = Layout(e.cfg.DataDir).AttemptLog(t.Run.ID, t.Key(), a.number)

@@ -72,7 +72,7 @@ func (k *trackers) kill() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, h := range k.handles {
-		h.Stop(0, "killed")
+		h.Stop(0, executors.StopShutdown) // a dead daemon cancels nothing remote
 	}
 }
 

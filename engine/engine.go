@@ -151,7 +151,7 @@ func (a *attempt) stopReason() string {
 	case a.cancelled:
 		return "cancelled"
 	}
-	return "attempt interrupted: the daemon stopped"
+	return executors.StopShutdown
 }
 
 // Open locks the data folder, recovers the WAL, replays it into a fresh

@@ -114,6 +114,9 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 		job.Python = libraryJob(t)
 	case "http":
 		job.HTTP, err = httpJob(spec.HTTP, in)
+	case "cloudrun":
+		project, region, name := spec.CloudRun.Parts()
+		job.CloudRun = &executors.CloudRunJob{Project: project, Region: region, Job: name}
 	}
 	return err
 }

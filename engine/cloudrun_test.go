@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/executors/googletest"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+const nightlyJob = "projects/p/locations/europe-west1/jobs/nightly"
+
+// cloudRunFake is a stand-in for Google's token endpoint and Cloud Run
+// API (a key file for it in GOOGLE_APPLICATION_CREDENTIALS), and the
+// engine config that reaches it: the cloudrun executor, a 1 ms poll.
+func cloudRunFake(t *testing.T) (*googletest.Server, func(dir string, clock Clock) (*Engine, *trackers)) {
+	srv := googletest.New(t, nightlyJob)
+	srv.KeyFile(t)
+	google := executors.GoogleConfig{BaseURL: srv.URL}
+	open := func(dir string, clock Clock) (*Engine, *trackers) {
+		t.Helper()
+		k := &trackers{ex: executors.NewDeferred(executors.DeferredConfig{PollInterval: time.Millisecond, Google: google})}
+		e, err := Open(Config{DataDir: dir, Logger: quiet, Clock: clock, Deferred: k, Executors: map[string]executors.Executor{
+			"noop":     executors.Noop{},
+			"cloudrun": executors.NewCloudRun(executors.CloudRunConfig{Project: "p", Region: "europe-west1", Google: google}),
+		}})
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		e.Start()
+		return e, k
+	}
+	return srv, open
+}
+
+func cloudRunSpec(t *testing.T, task string) *workflow.Spec {
+	t.Helper()
+	spec, err := workflow.Parse("nightly.yaml", []byte("name: nightly\ntasks:\n  etl:\n"+task+"  after:\n    executor: noop\n    depends_on: [etl]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// polled waits until the fake is asked for the state of an execution
+// other than those of done, and returns its name.
+func polled(srv *googletest.Server, done ...string) string {
+	for {
+		name := <-srv.Polls
+		if !slices.Contains(done, name) {
+			return name
+		}
+	}
+}
+
+// TestCloudRunTask: a cloudrun task starts one execution of its job and
+// runs (deferred, no process) until the execution succeeds; then it
+// succeeds with no output, and its downstream task runs. An execution
+// that fails fails its task with the execution's message.
+func TestCloudRunTask(t *testing.T) {
+	srv, open := cloudRunFake(t)
+	e, _ := open(t.TempDir(), nil)
+	defer e.Close()
+	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
+
+	id := trigger(t, e, "nightly")
+	exec := polled(srv)
+	if run, _ := e.Run(id); run.Tasks[0].Status != "running" || run.Tasks[1].Status != "pending" {
+		t.Fatalf("while the execution runs: %s, %s", run.Tasks[0].Status, run.Tasks[1].Status)
+	}
+	srv.Succeed(exec)
+	run, err := e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "success" || run.Tasks[0].Output != nil {
+		t.Fatalf("run: %+v, %v", run, err)
+	}
+
+	id = trigger(t, e, "nightly")
+	srv.Fail(polled(srv, exec), "Task nightly-2-0 failed with exit code 3")
+	run, err = e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "failed" || !strings.Contains(run.Tasks[0].Error, "Task nightly-2-0 failed with exit code 3") {
+		t.Fatalf("run: %+v, %v", run, err)
+	}
+	if n := len(srv.Runs()); n != 2 {
+		t.Errorf("%d executions started, want 2", n)
+	}
+}
+
+// TestCloudRunTaskCancelAndTimeout: cancelling the run, and the task's
+// timeout, cancel its execution (executions.cancel) and end the task.
+func TestCloudRunTaskCancelAndTimeout(t *testing.T) {
+	srv, open := cloudRunFake(t)
+	clock := &fakeClock{}
+	e, _ := open(t.TempDir(), clock)
+	defer e.Close()
+	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n    timeout: 1h\n"))
+
+	id := trigger(t, e, "nightly")
+	exec := polled(srv)
+	if _, err := e.CancelRun(id); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-srv.Cancels; got != exec {
+		t.Errorf("cancelled %s, want %s", got, exec)
+	}
+	run, err := e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "cancelled" || run.Tasks[0].Status != "cancelled" {
+		t.Fatalf("cancelled run: %+v, %v", run, err)
+	}
+
+	id = trigger(t, e, "nightly")
+	exec = polled(srv, exec)
+	clock.Advance(time.Hour + time.Second)
+	if got := <-srv.Cancels; got != exec {
+		t.Errorf("cancelled %s, want %s", got, exec)
+	}
+	run, err = e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "failed" || run.Tasks[0].Error != "timeout after 1h0m0s" {
+		t.Fatalf("timed out run: %+v, %v", run, err)
+	}
+}
+
+// TestCloudRunTaskResumesAfterACrash: a crash while the execution runs,
+// and a boot, resume the polling of the same execution (jobs.run is not
+// called again, the attempt is the same); the task then succeeds. The
+// state replayed after a clean shutdown equals the live one.
+func TestCloudRunTaskResumesAfterACrash(t *testing.T) {
+	srv, open := cloudRunFake(t)
+	data := t.TempDir()
+	e, first := open(data, nil)
+	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
+	id := trigger(t, e, "nightly")
+	exec := polled(srv)
+	crash(e)
+	first.kill()
+
+	e, _ = open(data, nil)
+	for len(srv.Polls) > 0 {
+		<-srv.Polls
+	}
+	if got := polled(srv); got != exec {
+		t.Fatalf("polled %s after the boot, want %s", got, exec)
+	}
+	srv.Succeed(exec)
+	run, err := e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "success" || run.Tasks[0].Attempt != 1 {
+		t.Fatalf("run: %+v, %v", run, err)
+	}
+	if n := len(srv.Runs()); n != 1 || len(srv.Cancels) != 0 {
+		t.Errorf("%d executions started, %d cancelled; want 1, 0", n, len(srv.Cancels))
+	}
+	live, _ := e.StateHash()
+	e.Close()
+	back, _ := open(data, nil)
+	defer back.Close()
+	if h, _ := back.StateHash(); h != live {
+		t.Errorf("replayed state %x, live %x", h, live)
+	}
+}
