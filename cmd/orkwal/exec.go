@@ -24,7 +24,7 @@ func execCommand() *cli.Command {
 		Name:      "exec",
 		Usage:     "run one workflow file to its end in an engine of its own and exit with its outcome (Ork's ork run), for CI jobs and scripts",
 		ArgsUsage: "FILE",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "keep the state (WAL, logs) in this data folder; default: a temporary one, removed at the end"},
 			paramFlag(),
 			&cli.DurationFlag{Name: "timeout", Usage: "cancel the run and fail once it has run this long (default: no limit)"},
@@ -33,7 +33,7 @@ func execCommand() *cli.Command {
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "the engine's log on stderr: debug, info, warn or error"},
 			outputFlag(),
-		},
+		}, cloudRunFlags()...),
 		Action: execAction,
 	}, false)
 }
@@ -44,6 +44,10 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	if err := checkExecFlags(c); err != nil {
+		return err
+	}
+	cloudRun, err := cloudRunConfig(c)
+	if err != nil {
 		return err
 	}
 	file := args[0]
@@ -65,7 +69,7 @@ func execAction(c *cli.Context) error {
 	}
 	defer cleanup()
 	eng, err := engine.Open(engine.Config{DataDir: dir, MaxConcurrent: c.Int("max-concurrent"), Logger: logger,
-		KillGrace: c.Duration("kill-grace"), MaxLogBytes: c.Int64("max-log-bytes")})
+		KillGrace: c.Duration("kill-grace"), MaxLogBytes: c.Int64("max-log-bytes"), CloudRun: cloudRun})
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}

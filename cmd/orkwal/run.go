@@ -54,7 +54,7 @@ func runCommand() *cli.Command {
 				Usage: "runs accepted and not finished, in all: a trigger beyond answers 429 with Retry-After, a cron fire is skipped"},
 			&cli.IntFlag{Name: "max-pending-runs-per-workflow", Value: engine.DefaultMaxPendingRunsPerWorkflow, EnvVars: []string{"ORKWAL_MAX_PENDING_RUNS_PER_WORKFLOW"},
 				Usage: "runs accepted and not finished, per workflow (as --max-pending-runs)"},
-		}, append(append(retentionFlags(), alertFlags()...), daemonFlags()...)...),
+		}, append(append(append(retentionFlags(), alertFlags()...), daemonFlags()...), cloudRunFlags()...)...),
 		Action: withoutArguments(runDaemon),
 	}
 }
@@ -108,6 +108,10 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	cloudRun, err := cloudRunConfig(c)
+	if err != nil {
+		return err
+	}
 	// Bind before the data folder is touched: a daemon that cannot listen
 	// (the port is taken, often by the daemon already running) must not
 	// create, lock or replay anything.
@@ -120,7 +124,8 @@ func runDaemon(c *cli.Context) error {
 		Retention: c.Duration("retention"), KeepRuns: c.Int("keep-runs"), MaxLogBytes: c.Int64("max-log-bytes"),
 		Alerts: alerts, AlertBaseURL: publicURL(c, ln), AlertGiveUp: c.Duration("alert-give-up"),
 		AlertMaxBackoff: c.Duration("alert-max-backoff"),
-		MaxPendingRuns:  c.Int("max-pending-runs"), MaxPendingRunsPerWorkflow: c.Int("max-pending-runs-per-workflow")})
+		MaxPendingRuns:  c.Int("max-pending-runs"), MaxPendingRunsPerWorkflow: c.Int("max-pending-runs-per-workflow"),
+		CloudRun: cloudRun})
 	if err != nil {
 		ln.Close()
 		return exitf(exitFailure, "%v%s", err, corruptHint(err, c.String("data")))

@@ -91,3 +91,11 @@ func (c *CloudRunSpec) Parts() (project, region, job string) {
 	}
 	return c.Project, c.Region, c.Job
 }
+
+// ValidCloudRunProject reports whether s is a Google Cloud project id or
+// number, as a task's project must be.
+func ValidCloudRunProject(s string) bool { return cloudRunProjectRE.MatchString(s) }
+
+// ValidCloudRunRegion reports whether s is a Google Cloud region's name,
+// as a task's region must be.
+func ValidCloudRunRegion(s string) bool { return cloudRunRegionRE.MatchString(s) }
