@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,17 +44,6 @@ func cloudRunSpec(t *testing.T, task string) *workflow.Spec {
 	return spec
 }
 
-// polled waits until the fake is asked for the state of an execution
-// other than those of done, and returns its name.
-func polled(srv *googletest.Server, done ...string) string {
-	for {
-		name := <-srv.Polls
-		if !slices.Contains(done, name) {
-			return name
-		}
-	}
-}
-
 // TestCloudRunTask: a cloudrun task starts one execution of its job and
 // runs (deferred, no process) until the execution succeeds; then it
 // succeeds with no output, and its downstream task runs. An execution
@@ -67,7 +55,7 @@ func TestCloudRunTask(t *testing.T) {
 	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
 
 	id := trigger(t, e, "nightly")
-	exec := polled(srv)
+	exec := srv.Polled(t)
 	if run, _ := e.Run(id); run.Tasks[0].Status != "running" || run.Tasks[1].Status != "pending" {
 		t.Fatalf("while the execution runs: %s, %s", run.Tasks[0].Status, run.Tasks[1].Status)
 	}
@@ -78,7 +66,7 @@ func TestCloudRunTask(t *testing.T) {
 	}
 
 	id = trigger(t, e, "nightly")
-	srv.Fail(polled(srv, exec), "Task nightly-2-0 failed with exit code 3")
+	srv.Fail(srv.Polled(t, exec), "Task nightly-2-0 failed with exit code 3")
 	run, err = e.WaitRun(t.Context(), id)
 	if err != nil || run.Status != "failed" || !strings.Contains(run.Tasks[0].Error, "Task nightly-2-0 failed with exit code 3") {
 		t.Fatalf("run: %+v, %v", run, err)
@@ -98,11 +86,11 @@ func TestCloudRunTaskCancelAndTimeout(t *testing.T) {
 	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n    timeout: 1h\n"))
 
 	id := trigger(t, e, "nightly")
-	exec := polled(srv)
+	exec := srv.Polled(t)
 	if _, err := e.CancelRun(id); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-srv.Cancels; got != exec {
+	if got := srv.Cancelled(t); got != exec {
 		t.Errorf("cancelled %s, want %s", got, exec)
 	}
 	run, err := e.WaitRun(t.Context(), id)
@@ -111,9 +99,9 @@ func TestCloudRunTaskCancelAndTimeout(t *testing.T) {
 	}
 
 	id = trigger(t, e, "nightly")
-	exec = polled(srv, exec)
+	exec = srv.Polled(t, exec)
 	clock.Advance(time.Hour + time.Second)
-	if got := <-srv.Cancels; got != exec {
+	if got := srv.Cancelled(t); got != exec {
 		t.Errorf("cancelled %s, want %s", got, exec)
 	}
 	run, err = e.WaitRun(t.Context(), id)
@@ -132,7 +120,7 @@ func TestCloudRunTaskResumesAfterACrash(t *testing.T) {
 	e, first := open(data, nil)
 	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
 	id := trigger(t, e, "nightly")
-	exec := polled(srv)
+	exec := srv.Polled(t)
 	crash(e)
 	first.kill()
 
@@ -140,7 +128,7 @@ func TestCloudRunTaskResumesAfterACrash(t *testing.T) {
 	for len(srv.Polls) > 0 {
 		<-srv.Polls
 	}
-	if got := polled(srv); got != exec {
+	if got := srv.Polled(t); got != exec {
 		t.Fatalf("polled %s after the boot, want %s", got, exec)
 	}
 	srv.Succeed(exec)

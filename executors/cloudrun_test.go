@@ -145,7 +145,7 @@ func TestCloudRunStopWhileStarting(t *testing.T) {
 		remote, ev := finished(t, events)
 		switch reason {
 		case "cancelled":
-			if ev.OK || ev.Err != "cancelled" || <-srv.Cancels != remote {
+			if ev.OK || ev.Err != "cancelled" || srv.Cancelled(t) != remote {
 				t.Errorf("cancel: %+v", ev)
 			}
 		default:
@@ -187,7 +187,7 @@ func TestCloudRunOwnedTracking(t *testing.T) {
 	for _, reason := range []string{"timeout after 1h0m0s", StopShutdown} {
 		exec := startExecution(t, srv, nightly)
 		h, events := track(exec)
-		for <-srv.Polls != exec {
+		for srv.Polled(t) != exec {
 		}
 		h.Stop(0, reason)
 		_, ev := finished(t, events)

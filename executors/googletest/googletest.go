@@ -22,10 +22,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Token is the access token the token endpoint issues.
@@ -254,6 +256,40 @@ func (s *Server) Fail(name, msg string) {
 func (s *Server) end(ex *Execution, completed Cond) {
 	ex.CompletionTime = "2026-11-25T01:05:00Z"
 	ex.Conditions = []Cond{completed, {Type: "Started", State: "CONDITION_SUCCEEDED"}}
+}
+
+// wait bounds how long a test waits for a call the fake should get.
+const wait = 10 * time.Second
+
+// Polled waits for a poll of an execution not among skip, and returns its
+// name; none within 10 s fails t.
+func (s *Server) Polled(t testing.TB, skip ...string) string {
+	t.Helper()
+	guard := time.After(wait)
+	for {
+		select {
+		case name := <-s.Polls:
+			if !slices.Contains(skip, name) {
+				return name
+			}
+		case <-guard:
+			t.Fatalf("no execution polled within %s", wait)
+			return ""
+		}
+	}
+}
+
+// Cancelled waits for an execution's cancel and returns its name; none
+// within 10 s fails t.
+func (s *Server) Cancelled(t testing.TB) string {
+	t.Helper()
+	select {
+	case name := <-s.Cancels:
+		return name
+	case <-time.After(wait):
+		t.Fatalf("no execution cancelled within %s", wait)
+		return ""
+	}
 }
 
 // Runs returns the jobs.run calls taken so far.
