@@ -78,8 +78,8 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		job.InputFile = Layout(e.cfg.DataDir).EmptyInput()
 	}
 	scratch := job.Scratch
-	if spec.Executor == "noop" {
-		scratch = "" // noop writes no files
+	if spec.Executor == "noop" || spec.Executor == "cloudrun" {
+		scratch = "" // they write no files
 	}
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,
