@@ -147,3 +147,34 @@ func TestCloudRunTaskResumesAfterACrash(t *testing.T) {
 		t.Errorf("replayed state %x, live %x", h, live)
 	}
 }
+
+// TestCloudRunShutdownWhileStarting: a shutdown while jobs.run is under
+// way waits for its answer and records the execution it started
+// (task_deferred) without cancelling it; the next boot polls that
+// execution, and no second one is started.
+func TestCloudRunShutdownWhileStarting(t *testing.T) {
+	srv, open := cloudRunFake(t)
+	srv.Hold, srv.Held = make(chan struct{}), make(chan struct{}, 1)
+	data := t.TempDir()
+	e, _ := open(data, nil)
+	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
+	id := trigger(t, e, "nightly")
+	<-srv.Held
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	close(srv.Hold)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	e, _ = open(data, nil)
+	defer e.Close()
+	exec := srv.Polled(t)
+	srv.Succeed(exec)
+	run, err := e.WaitRun(t.Context(), id)
+	if err != nil || run.Status != "success" || run.Tasks[0].Attempt != 1 {
+		t.Fatalf("run: %+v, %v", run, err)
+	}
+	if n := len(srv.Runs()); n != 1 || len(srv.Cancels) != 0 {
+		t.Errorf("%d executions started, %d cancelled; want 1, 0", n, len(srv.Cancels))
+	}
+}

@@ -48,6 +48,10 @@ type Server struct {
 	// blocks the server (buffered, dropped when full).
 	Polls   chan string
 	Cancels chan string
+	// Hold, when set before the first call, holds each jobs.run until it
+	// is closed; each held request is told on Held (buffered: a full
+	// Held is not waited for).
+	Hold, Held chan struct{}
 
 	mu         sync.Mutex
 	jobs       map[string]bool       // projects/P/locations/L/jobs/J that exist
@@ -169,6 +173,13 @@ func (s *Server) cloudRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request, job string) {
+	if s.Hold != nil {
+		select {
+		case s.Held <- struct{}{}:
+		default:
+		}
+		<-s.Hold
+	}
 	var body map[string]any
 	b, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(b, &body); err != nil {
