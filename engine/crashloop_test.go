@@ -101,13 +101,19 @@ func TestCrashLoopKeepsTheLogSinceTheSnapshotBounded(t *testing.T) {
 // hour for a frame to ride (unless the engine commits them at once), so
 // that a crash finds a started attempt recorded as only dispatched.
 func openDelayed(t *testing.T, dir string, ex executors.Executor) *Engine {
+	return openStartedDelay(t, dir, ex, time.Hour)
+}
+
+// openStartedDelay opens an engine on dir whose task_started records wait
+// delay for a frame to ride (startedDelay).
+func openStartedDelay(t *testing.T, dir string, ex executors.Executor, delay time.Duration) *Engine {
 	t.Helper()
 	e, err := Open(Config{DataDir: dir, Clock: &fakeClock{}, Logger: quiet,
 		Executors: map[string]executors.Executor{"process": ex, "noop": executors.Noop{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.startedDelay = time.Hour
+	e.startedDelay = delay
 	e.Start()
 	return e
 }

@@ -645,31 +645,11 @@ func frameOf(t *testing.T, dir string, kind string, run string, attempt int) uin
 func TestStartedRidesTheNextFrame(t *testing.T) {
 	dir := t.TempDir()
 	m := newManual(t, dir)
-	e, err := Open(Config{DataDir: dir, MaxConcurrent: 4, Clock: &fakeClock{}, Logger: quiet,
-		Executors: map[string]executors.Executor{"process": m, "noop": executors.Noop{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.startedDelay = time.Hour
-	deferred := make(chan struct{}, 1)
-	e.afterTurn = func() { // on the loop: its fields are safe to read
-		if len(e.pendingStarted) == 1 {
-			select {
-			case deferred <- struct{}{}:
-			default:
-			}
-		}
-	}
-	e.Start()
+	e := openStartedDelay(t, dir, m, time.Hour)
 	defer e.Close()
 	put(t, e, flat("one", 1))
 	id := trigger(t, e, "one")
-	j := m.next()
-	select {
-	case <-deferred: // a turn took the Started report and committed nothing
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Started report was never deferred")
-	}
+	j := m.next() // reported Started
 	if tv := taskView(e, id, "a"); tv.Status != "dispatched" {
 		t.Fatalf("task is %s before its start is durable, want dispatched", tv.Status)
 	}
@@ -682,6 +662,20 @@ func TestStartedRidesTheNextFrame(t *testing.T) {
 	if tv := taskView(e, id, "a"); tv.StartedAt == nil {
 		t.Errorf("started_at not recorded: %+v", tv)
 	}
+}
+
+// TestQuietStartedCommittedAfterTheDelay: a Started report, which does not
+// wake the loop (inbox.pushQuiet), is committed on its own once
+// startedDelay has passed when nothing else comes (the task runs on).
+func TestQuietStartedCommittedAfterTheDelay(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openStartedDelay(t, dir, m, 20 * time.Millisecond)
+	defer e.Close()
+	put(t, e, flat("one", 1))
+	id := trigger(t, e, "one")
+	m.next()
+	waitFor(t, e, "the task running", func() bool { return taskView(e, id, "a").Status == "running" })
 }
 
 // TestOpenMakesANewDataFolderDurable: a data folder the first boot creates

@@ -17,6 +17,7 @@ type event struct {
 	exec   *executors.Event
 	notRun *notRun
 	sent   *sent // an alert delivery's outcome
+	quiet  bool  // pushed by inbox.pushQuiet
 }
 
 // command is a request from a caller. decide runs on the loop under the
@@ -87,7 +88,7 @@ func (e *Engine) loop() {
 	var evs []event
 	idle := false
 	for {
-		if idle && e.inbox.empty() {
+		if idle && !e.inbox.calling() {
 			if e.stopping && e.inflight == 0 {
 				return
 			}
@@ -227,7 +228,8 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	default:
 	}
 	if e.startedFired || len(out.recs) > 0 || e.stopping {
-		e.flushStarted(out) // rides this frame, or waited long enough for one
+		e.flushStarted(out)    // rides this frame, or waited long enough for one
+		e.startedFired = false // nothing waits now (what was due came with another event)
 	}
 	if len(out.recs) > 0 {
 		c := e.launchAfter(out.starts)
@@ -365,12 +367,7 @@ func (e *Engine) deferStarted(ev *executors.Event, now int64) {
 	}
 	if len(e.pendingStarted) == 1 {
 		if e.startedTimer == nil {
-			e.startedTimer = time.AfterFunc(e.startedDelay, func() {
-				select {
-				case e.startedDue <- struct{}{}:
-				default:
-				}
-			})
+			e.startedTimer = time.AfterFunc(e.startedDelay, e.startedNow)
 		} else {
 			e.startedTimer.Reset(e.startedDelay)
 		}
@@ -704,7 +701,7 @@ func (e *Engine) launch(s *start, c *commit) {
 		e.reportStartFailure(s.job, err)
 		return
 	}
-	h, err := prep.Start(e.report)
+	h, err := prep.Start(e.reporter(s.att))
 	if err != nil {
 		e.reportStartFailure(s.job, err)
 		return
@@ -728,6 +725,34 @@ func (e *Engine) reportStartFailure(job executors.Job, err error) {
 }
 
 func (e *Engine) report(ev executors.Event) { e.inbox.push(event{exec: &ev}) }
+
+// reporter is the report function of attempt a's executor. The Started
+// report of an attempt that is not held (see hold.go) waits in the inbox
+// without waking the loop (see inbox.pushQuiet), at most startedDelay,
+// the bound its task_started record keeps anyway (see deferStarted).
+func (e *Engine) reporter(a *attempt) func(executors.Event) {
+	if a.eager {
+		return e.report
+	}
+	return e.reportStartedQuietly
+}
+
+func (e *Engine) reportStartedQuietly(ev executors.Event) {
+	if ev.Kind != executors.Started {
+		e.report(ev)
+		return
+	}
+	e.inbox.pushQuiet(event{exec: &ev}, e.startedDelay, e.startedNow)
+}
+
+// startedNow tells the loop that the task_started records it holds, and
+// those waiting in the inbox, are due.
+func (e *Engine) startedNow() {
+	select {
+	case e.startedDue <- struct{}{}:
+	default:
+	}
+}
 
 // beginShutdown stops dispatching and asks every attempt to stop.
 func (e *Engine) beginShutdown() {

@@ -75,9 +75,9 @@ type attemptFiles struct {
 }
 
 // Start launches job.Command and returns once the process is running. The
-// Started and Finished events are reported from a goroutine, in that order,
-// and never from inside Start. If the process cannot be started, Start returns
-// the error and reports nothing.
+// Started event is reported from inside Start, once the process is
+// spawned, and the Finished event from another goroutine, after it. If the
+// process cannot be started, Start returns the error and reports nothing.
 //
 // A running process holds no goroutine and no OS thread of the daemon: its
 // exit and its capped log's pipe are watched by the reactor (see reactor),
@@ -178,18 +178,19 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 	if job.InputFile == "" {
 		fin.ownInput = files.input
 	}
-	if p.watch(c, h, out, fin, started, report) {
+	report(started)
+	if p.watch(c, h, out, fin, report) {
 		return h, nil
 	}
 	out.startCopier()
-	go wait(c, h, fin, out, started, report)
+	go wait(c, h, fin, out, report)
 	return h, nil
 }
 
 // watch hands the child to the reactor, which then reaps it and reports
-// Finished (see reactor); Started is reported by a goroutine that ends
-// once it is. false when there is no pidfd or no reactor: nothing was done.
-func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishInfo, started Event, report func(Event)) bool {
+// Finished (see reactor). false when there is no pidfd or no reactor:
+// nothing was done.
+func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishInfo, report func(Event)) bool {
 	if p.noReactor || c.pidfd < 0 {
 		return false
 	}
@@ -198,19 +199,11 @@ func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishI
 		return false
 	}
 	pr := &proc{pid: c.pid, pidfd: c.pidfd, pipe: out.pipeFD, capped: out.capped, h: h, fin: fin, report: report}
-	pr.started.Lock()
-	if err := r.add(pr); err != nil {
-		return false
-	}
-	go func() {
-		report(started)
-		pr.started.Unlock()
-	}()
-	return true
+	return r.add(pr) == nil
 }
 
-// wait reports Started, waits for the process and reports Finished, exactly
-// once each. It is the only place that reaps the child.
+// wait waits for the process and reports Finished, once. It is the only
+// place that reaps the child.
 //
 // When the leader exits normally, the rest of its process group (e.g. a
 // daemon the task left in the background) is deliberately left alone: a
@@ -228,8 +221,7 @@ func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishI
 // (EPIPE, or SIGPIPE for a process that does not ignore it). With an
 // uncapped log they write to the log file itself and Finished never waits
 // for them.
-func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, started Event, report func(Event)) {
-	report(started)
+func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, report func(Event)) {
 	// Wait for the exit without reaping, so the zombie keeps the pid (and
 	// thus the process group id) reserved while Stop is told it is over.
 	c.awaitExit()

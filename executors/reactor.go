@@ -72,10 +72,6 @@ type proc struct {
 	fin    finishInfo
 	report func(Event)
 
-	// started is held from Start until Started has been reported, so that
-	// Finished, reported by another goroutine, always comes after it.
-	started sync.Mutex
-
 	// paused is the pipe, while the reactor does not read it because its
 	// log is being created (see pause); -1 otherwise. Guarded by r.mu.
 	paused int
@@ -378,9 +374,7 @@ func (r *reactor) finish(p *proc) {
 		} else {
 			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
-		ev := finishEvent(p.fin, p.status, p.waitErr)
-		p.started.Lock() // Started was reported
-		p.report(ev)
+		p.report(finishEvent(p.fin, p.status, p.waitErr))
 	}()
 }
 
