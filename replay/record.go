@@ -302,6 +302,14 @@ func newRecord(k Kind) (Record, error) {
 
 // Encode returns the record's payload: its kind byte, then its msgpack body.
 func Encode(r Record) ([]byte, error) {
+	if b, ok := appendHot(make([]byte, 0, 96), r); ok {
+		return b, nil
+	}
+	return encodeReflect(r)
+}
+
+// encodeReflect is Encode through msgpack's Encoder.
+func encodeReflect(r Record) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.WriteByte(byte(r.Kind()))
 	enc := msgpack.NewEncoder(&buf)
