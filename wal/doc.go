@@ -58,8 +58,8 @@
 //     zeros, are copied to "<segment>.broken-<unix nanos>" (fsynced), the
 //     segment is truncated to the last whole frame and fsynced, the folder
 //     is fsynced, and a log line says what was cut. A whole frame whose
-//     length prefix alone reads as zeros is kept (its prefix written
-//     back). Anything else is corruption of a frame written whole
+//     length prefix alone, or whose checksum's last 1 to 4 bytes alone,
+//     read as zeros is kept (those bytes written back). Anything else is corruption of a frame written whole
 //     (acknowledged): a *CorruptError, and nothing changes.
 //     Only the newest KeepBroken copies are kept (the disk stays bounded
 //     however often the daemon crashes). Before that, what a crash left of

@@ -60,11 +60,11 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 	var verdict tailVerdict
 	if ce != nil {
 		verdict = judgeTail(data, int(good), ce.Index, versionBefore(segs, data, int(good)))
-		if !verdict.torn && verdict.prefix == nil {
+		if !verdict.torn && verdict.keep == nil {
 			ce.Reason += "; not a torn write: " + verdict.reason
 			return 0, tailEnd{}, ce
 		}
-		if verdict.prefix != nil {
+		if verdict.keep != nil {
 			end.last = ce.Index // the entry is kept
 		}
 	}
@@ -74,13 +74,14 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 	switch {
 	case ce == nil:
 		return 0, end, nil
-	case verdict.prefix != nil:
-		if err := restorePrefix(last.path, good, verdict.prefix); err != nil {
+	case verdict.keep != nil:
+		k := verdict.keep
+		if err := restoreBytes(last.path, int64(k.at), k.patch); err != nil {
 			return 0, tailEnd{}, err
 		}
-		logger.Warn("wal: restored the length prefix of the last entry: its frame is whole (a torn write of its first bytes, or a damaged byte)",
+		logger.Warn("wal: restored "+k.what+" of the last entry: its frame is whole (a torn write that lost those bytes, or a damaged byte)",
 			"segment", last.path, "offset", good, "index", ce.Index)
-		end.bytes = int(good) + len(verdict.prefix) + len(verdict.frame)
+		end.bytes, end.size = k.end, max(end.size, k.end)
 		return 0, end, nil
 	}
 	end.size = int(good) // what follows is cut
@@ -97,18 +98,18 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 	return cut, end, nil
 }
 
-// restorePrefix writes an entry's length prefix back at off (fsynced).
-func restorePrefix(path string, off int64, prefix []byte) error {
+// restoreBytes writes bytes of a kept entry back at off (fsynced).
+func restoreBytes(path string, off int64, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("wal: open %s to restore a length prefix: %w", path, err)
+		return fmt.Errorf("wal: open %s to restore the last entry's bytes: %w", path, err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt(prefix, off); err != nil {
-		return fmt.Errorf("wal: restore the length prefix at %d in %s: %w", off, path, err)
+	if _, err := f.WriteAt(b, off); err != nil {
+		return fmt.Errorf("wal: restore the last entry's bytes at %d in %s: %w", off, path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync %s after restoring a length prefix: %w", path, err)
+		return fmt.Errorf("wal: fsync %s after restoring the last entry's bytes: %w", path, err)
 	}
 	return nil
 }

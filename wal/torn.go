@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -48,10 +49,20 @@ const minFrame = 1 + 1 + 1 + 1 + checksumSize
 
 // tailVerdict is what recovery does with a bad last entry.
 type tailVerdict struct {
-	torn   bool   // a torn write: cut it
-	prefix []byte // the frame is whole but its length prefix reads as zeros: write these bytes at the entry's offset
-	frame  []byte // with prefix: the frame (in the segment's bytes)
-	reason string // otherwise: why it is corruption
+	torn   bool       // a torn write: cut it
+	keep   *keptEntry // the entry is whole but some of its bytes read as zeros: restore them and keep it
+	reason string     // otherwise: why it is corruption
+}
+
+// keptEntry is a bad last entry whose every byte is known although some
+// read as zeros: the bytes to write back at an offset of the segment, and
+// the frame they make whole.
+type keptEntry struct {
+	at    int    // where patch goes
+	patch []byte // the bytes that read as zeros, restored
+	frame []byte // the whole frame, its bytes restored
+	end   int    // the entry's end in the segment
+	what  string // which bytes were restored, for the log
 }
 
 // entryView is the bytes of a segment seen from a bad entry at off: which
@@ -148,17 +159,38 @@ func judgeFrame(v entryView, start, n int, index uint64, prev byte) tailVerdict 
 		return tailVerdict{reason: why}
 	}
 	body := end - checksumSize
-	if v.allKnown(start, body) {
-		var sum [checksumSize]byte
-		binary.LittleEndian.PutUint64(sum[:], xxhash.Sum64(v.data[start:body]))
-		for i := range sum {
-			if v.known(body+i) && v.data[body+i] != sum[i] {
+	if !v.allKnown(start, body) {
+		return tailVerdict{torn: true}
+	}
+	var sum [checksumSize]byte
+	binary.LittleEndian.PutUint64(sum[:], xxhash.Sum64(v.data[start:body]))
+	written := 0
+	for i := range sum {
+		if v.known(body + i) {
+			if v.data[body+i] != sum[i] {
 				return tailVerdict{reason: "its checksum's written bytes do not match its written records"}
 			}
+			written++
 		}
 	}
-	return tailVerdict{torn: true}
+	if written < minChecksumKnown {
+		return tailVerdict{torn: true}
+	}
+	// Every byte but some of the checksum's last ones was written, and
+	// those written agree with the records: the frame's every byte is
+	// known. A torn write that lost only the last sector, or a change that
+	// zeroed the entry's only bytes in it, leaves this; keeping it is right
+	// either way.
+	frame := append(bytes.Clone(v.data[start:body]), sum[:]...)
+	return tailVerdict{keep: &keptEntry{at: body, patch: sum[:], frame: frame, end: end,
+		what: fmt.Sprintf("the last %d bytes of its checksum", checksumSize-written)}}
 }
+
+// minChecksumKnown is how many of a frame's checksum bytes must be written,
+// and agree with its records, for the rest to be restored from them: 32
+// bits, so that a frame damaged elsewhere, whose last bytes happened to be
+// zeros, is refused all but once in 2^32.
+const minChecksumKnown = 4
 
 // structure checks what the written bytes of a frame at [start, end) say of
 // it against its length and index: "" when they agree, or could, where
@@ -255,7 +287,8 @@ func judgeLostPrefix(v entryView, index uint64) tailVerdict {
 		if !allZero(v.data[start+n:]) {
 			return tailVerdict{reason: "bytes are written after the whole frame it holds"}
 		}
-		return tailVerdict{prefix: prefix, frame: v.data[start : start+n]}
+		return tailVerdict{keep: &keptEntry{at: v.off, patch: prefix, frame: v.data[start : start+n], end: start + n,
+			what: "its length prefix"}}
 	}
 	return tailVerdict{torn: true}
 }

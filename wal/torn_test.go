@@ -210,3 +210,60 @@ func clearRange(b []byte, lo, hi int) []byte {
 	clear(out[lo:hi])
 	return out
 }
+
+// entryEndingAt writes a log whose last entry ends k bytes into a sector
+// (its payload sized to), returning what lastEntryLog does.
+func entryEndingAt(t *testing.T, k int) (data []byte, off, end int, recs [][]byte) {
+	t.Helper()
+	for p := 400; p < 1000; p++ {
+		if int(EntrySize(5, [][]byte{make([]byte, p)}))%sectorSize == k {
+			return lastEntryLog(t, 0, p)
+		}
+	}
+	t.Fatalf("no payload makes an entry end %d bytes into a sector", k)
+	return
+}
+
+// TestTailLastChecksumBytesRestored: a whole last entry whose only bytes in
+// its last sector (the end of its checksum, up to 4 bytes) read as zeros
+// (a change zeroed them, or a torn write lost that sector, or the file
+// ends before them) is kept: every other byte was written and the written
+// checksum bytes agree with the records, so the rest are known. Boot
+// restores them (the segment then holds the frame whole) and keeps every
+// record, and verify reads the entry. Before, boot cut it as a torn write,
+// losing an entry that may have been acknowledged. With one byte of the
+// records changed as well, it is corruption: refused.
+func TestTailLastChecksumBytesRestored(t *testing.T) {
+	noDirSync(t)
+	for k := 1; k <= minChecksumKnown; k++ {
+		data, off, end, recs := entryEndingAt(t, k)
+		images := map[string][]byte{
+			"zeroed":    clearRange(data, end-k, end),
+			"file ends": bytes.Clone(data[:end-k]),
+		}
+		for kind, img := range images {
+			name := fmt.Sprintf("entry ending %d bytes into a sector, %s", k, kind)
+			dir := t.TempDir()
+			var seen [][]byte
+			l, err := openImage(t, dir, img)
+			if err != nil {
+				t.Fatalf("%s: refused: %v", name, err)
+			}
+			l.Close()
+			if got := readAll(t, dir); !equalRecords(got, recs) {
+				t.Fatalf("%s: booted with %d records, want all %d", name, len(got), len(recs))
+			}
+			after, _ := os.ReadFile(filepath.Join(dir, segmentName(1)))
+			if !bytes.Equal(after[off:end], data[off:end]) {
+				t.Fatalf("%s: the entry's bytes were not restored", name)
+			}
+			if _, err := VerifyDir(dir, func(_ uint64, rs [][]byte) error { seen = append(seen, rs...); return nil }); err != nil || !equalRecords(seen, recs) {
+				t.Fatalf("%s: verify after the boot: %v, %d records", name, err, len(seen))
+			}
+		}
+		// The records damaged too: the written checksum bytes disagree.
+		img := clearRange(data, end-k, end)
+		img[end-checksumSize-1] ^= 0x01
+		checkFlipped(t, fmt.Sprintf("entry ending %d bytes into a sector, zeroed, a record byte changed", k), t.TempDir(), img, off, 5, recs)
+	}
+}

@@ -61,15 +61,15 @@ func verifySegments(dir string, segs []segmentFile, from uint64, fn func(index u
 	}
 	verdict := judgeTail(data, int(ce.Offset), ce.Index, versionBefore(segs, data, int(ce.Offset)))
 	switch {
-	case verdict.prefix != nil:
-		_, records, derr := decodeFrame(verdict.frame)
+	case verdict.keep != nil:
+		_, records, derr := decodeFrame(verdict.keep.frame)
 		if derr == nil && ce.Index >= from {
 			derr = fn(ce.Index, records)
 		}
 		if derr != nil {
 			return nil, derr
 		}
-		ce.Reason += "; its frame is whole: the next boot restores its length prefix and keeps it"
+		ce.Reason += "; its frame is whole: the next boot restores " + verdict.keep.what + " and keeps it"
 		return ce, nil
 	case !verdict.torn:
 		ce.Reason += "; not a torn write: " + verdict.reason
