@@ -62,7 +62,7 @@ func TestCleanedScratchLeftToTheExecutor(t *testing.T) {
 	report(executors.Event{Kind: executors.Finished, TaskID: jobs[0].TaskID, Attempt: 1, OK: true, Cleaned: true})
 	m.finish(jobs[1], true)
 	waitFor(t, e, "the run", func() bool { return runStatus(e, id) == "success" })
-	e.launcher.wait()
+	settle(t, e) // the turn that made the run succeed has removed its scratch files (effects)
 	if _, err := os.Stat(jobs[0].Scratch + ".output.json"); err != nil {
 		t.Errorf("a (Cleaned): its file was removed by the engine: %v", err)
 	}
