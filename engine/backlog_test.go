@@ -68,7 +68,7 @@ func TestDispatchLooksAtNoBacklog(t *testing.T) {
 }
 
 // triggerMany triggers n runs of wf from 32 goroutines.
-func triggerMany(t *testing.T, e *Engine, wf string, n int) {
+func triggerMany(t testing.TB, e *Engine, wf string, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

@@ -112,7 +112,7 @@ func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
 	}
 	if t.Waiting() > 0 {
 		var deps []string
-		for _, d := range t.Deps {
+		for _, d := range t.Deps() {
 			if up := t.Run.Tasks[d]; !up.Status.Terminal() {
 				deps = append(deps, "upstream "+up.Key())
 			}

@@ -210,7 +210,7 @@ func inputFor(t *replay.Task) (*taskInput, error) {
 	if t.Parent >= 0 {
 		base = t.Run.Tasks[t.Parent] // dependencies belong to the fan-out node
 	}
-	for _, d := range base.Deps {
+	for _, d := range base.Deps() {
 		up := t.Run.Tasks[d]
 		in.Upstream[up.Name] = orNull(up.Output)
 	}

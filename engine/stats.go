@@ -105,7 +105,7 @@ func (e *Engine) observeDispatch(t *replay.Task, now int64) {
 	if t.Parent >= 0 {
 		base = t.Run.Tasks[t.Parent]
 	}
-	for _, d := range base.Deps {
+	for _, d := range base.Deps() {
 		due = max(due, t.Run.Tasks[d].FinishedAt)
 	}
 	if now >= due {

@@ -17,6 +17,14 @@ func invalid(format string, args ...any) error {
 
 // Apply folds one record into the state. It is the only way state changes.
 func (s *State) Apply(r Record) error {
+	err := s.apply(r)
+	if bug := checkNoEnd(); bug != nil {
+		return fmt.Errorf("%w (applying %s)", bug, r.Kind())
+	}
+	return err
+}
+
+func (s *State) apply(r Record) error {
 	switch r := r.(type) {
 	case *WorkflowPut:
 		return s.applyWorkflowPut(r)
@@ -106,6 +114,7 @@ func (s *State) applyWorkflowDeleted(r *WorkflowDeleted) error {
 	s.Retired[r.Name] = max(w.Version, s.Retired[r.Name])
 	delete(s.Workflows, r.Name)
 	delete(s.Schedules, r.Name)
+	delete(s.links, r.Name)
 	return nil
 }
 
@@ -140,13 +149,14 @@ func (s *State) checkNewRun(id, wf string, version int) error {
 func (s *State) newRun(run *Run) {
 	s.bornRun(run)
 	run.Seq, run.Spec = s.NextRunSeq, s.Workflows[run.Workflow].Spec
+	s.internRun(run)
 	s.setRun(run, RunPending)
 	s.NextRunSeq++
 	if run.IdemKey != "" {
 		s.idem[run.IdemKey] = run
 	}
 	s.Runs[run.ID] = run
-	s.runIDs.add(run.ID)
+	s.runIDs.add(run)
 	s.RunList = append(s.RunList, run)
 	s.createTasks(run, run.CreatedAt)
 }
@@ -207,25 +217,15 @@ func pausedWord(p bool) string {
 // createTasks instantiates the pinned spec's tasks, pending, in spec order,
 // and releases those without dependencies.
 func (s *State) createTasks(run *Run, at int64) {
-	index := make(map[string]int, len(run.Spec.Tasks))
+	run.Tasks = run.newTasks(len(run.Spec.Tasks))
 	for i, ts := range run.Spec.Tasks {
-		index[ts.Name] = i
+		run.Tasks = append(run.Tasks, s.newTask(run, i, ts, -1))
 	}
-	run.Tasks = make([]*Task, 0, len(run.Spec.Tasks))
-	for i, ts := range run.Spec.Tasks {
-		t := s.newTask(run, i, ts, -1)
-		for _, d := range ts.DependsOn {
-			t.Deps = append(t.Deps, index[d])
-		}
-		t.waiting = len(t.Deps)
-		run.Tasks = append(run.Tasks, t)
-	}
+	s.linkTasks(run, nil)
 	for _, t := range run.Tasks {
-		for _, d := range t.Deps {
-			run.Tasks[d].Downstream = append(run.Tasks[d].Downstream, t.Index)
-		}
+		t.waiting = int32(len(t.Deps()))
 	}
-	run.active = len(run.Tasks)
+	run.active = int32(len(run.Tasks))
 	for _, t := range run.Tasks {
 		if t.waiting == 0 {
 			s.release(t, at)
@@ -236,7 +236,7 @@ func (s *State) createTasks(run *Run, at int64) {
 // newTask creates a pending task (not yet in Run.Tasks).
 func (s *State) newTask(run *Run, specIndex int, ts *workflow.Task, parent int) *Task {
 	t := &Task{Run: run, Index: len(run.Tasks), SpecIndex: specIndex, Name: ts.Name, Seq: s.NextSeq,
-		Status: Pending, Parent: parent, Count: 1, Priority: ts.Priority}
+		Status: Pending, Parent: parent, Count: 1, Priority: ts.Priority, taskEnd: &noEnd}
 	s.born(t)
 	s.counts.task(t, +1)
 	s.NextSeq++
@@ -281,6 +281,7 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 func (s *State) flight(t *Task, delta int) {
 	if t.Parent >= 0 {
 		node := t.Run.Tasks[t.Parent]
+		s.own(node)
 		if node.instFlight += delta; delta < 0 {
 			s.ReleaseNode(node)
 		}

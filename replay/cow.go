@@ -104,9 +104,9 @@ func (snap *Snapshot) CopyStep(budget int) (bool, error) {
 			if r.snapGen != p.gen {
 				p.saveRun(r)
 			}
-			p.order, p.opened = append(p.order, r.snapIdx), true
+			p.order, p.opened = append(p.order, int(r.snapIdx)), true
 		}
-		for n := p.runs.at(r.snapIdx).n; p.ti < n; p.ti++ {
+		for n := p.runs.at(int(r.snapIdx)).n; p.ti < n; p.ti++ {
 			if budget <= 0 {
 				return false, nil
 			}
@@ -136,6 +136,13 @@ func (s *State) touchRun(run *Run) {
 // is one and it does not hold it yet. Every write to a persisted field of
 // a Task goes after it.
 func (s *State) touch(t *Task) {
+	s.touchHot(t)
+	s.own(t)
+}
+
+// touchHot is touch before a write to none of the fields of t's taskEnd
+// (its NotBefore, Paused): a waiting task keeps sharing noEnd.
+func (s *State) touchHot(t *Task) {
 	if p := s.pend; p != nil && t.snapGen != p.gen {
 		p.saveTask(t)
 	}
@@ -147,7 +154,7 @@ func (s *State) bornRun(run *Run) { run.snapGen = s.snapGen }
 func (s *State) born(t *Task)     { t.snapGen = s.snapGen }
 
 func (p *pending) saveRun(r *Run) {
-	r.snapGen, r.snapIdx = p.gen, p.runs.len()
+	r.snapGen, r.snapIdx = p.gen, int32(p.runs.len())
 	*p.runs.add() = savedRun{run: snapRunFields(r), spec: r.Spec, n: len(r.Tasks)}
 }
 
@@ -156,7 +163,7 @@ func (p *pending) saveTask(t *Task) {
 		p.saveRun(t.Run)
 	}
 	t.snapGen = p.gen
-	*p.tasks.add() = savedTask{run: t.Run.snapIdx, task: t.Index, t: snapTask(t)}
+	*p.tasks.add() = savedTask{run: int(t.Run.snapIdx), task: t.Index, t: snapTask(t)}
 }
 
 // flattenPending builds Runs from a completed copy, in run list order with
@@ -293,4 +300,35 @@ func (p *chunkPool[T]) put(c []T) {
 	if len(p.free) < maxPooled {
 		p.free = append(p.free, c[:0])
 	}
+}
+
+// own gives t a taskEnd of its own, if it still shares noEnd: every write
+// to a field of its taskEnd goes after it (after s.touch(t), for a
+// persisted one).
+func (s *State) own(t *Task) {
+	if t.taskEnd == &noEnd {
+		t.taskEnd = &taskEnd{}
+	}
+}
+
+// zero reports a taskEnd with nothing in it, as noEnd.
+func (e *taskEnd) zero() bool {
+	return e.Failures == 0 && e.Interruptions == 0 && e.Instance == 0 && e.PID == 0 && e.StartTime == 0 && e.ExitCode == 0 &&
+		e.Error == "" && e.Output == nil && e.DispatchedAt == 0 && e.StartedAt == 0 && e.FinishedAt == 0 &&
+		e.Attempts == nil && e.Item == nil && e.Instances == nil && e.instActive == 0 && e.instFailed == 0 &&
+		e.instFlight == 0
+}
+
+// errNoEnd: a write reached the shared taskEnd of tasks that have not run
+// (a write without s.own before it): a bug, which Apply reports rather
+// than let every such task show it.
+var errNoEnd = errors.New("replay: internal error: the shared empty task end was written")
+
+// checkNoEnd returns errNoEnd, and clears noEnd, if it was written.
+func checkNoEnd() error {
+	if noEnd.zero() {
+		return nil
+	}
+	noEnd = taskEnd{}
+	return errNoEnd
 }

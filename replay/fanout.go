@@ -33,6 +33,7 @@ func (s *State) expand(n *Task, at int64) {
 	spec := n.Spec()
 	for i := 0; i < count; i++ {
 		t := s.newTask(n.Run, n.SpecIndex, spec, n.Index)
+		s.own(t)
 		t.Instance, t.Count = i, count
 		if items != nil {
 			t.Item = items[i]
@@ -83,7 +84,7 @@ func items(raw []byte, from string) (int, [][]byte, error) {
 
 // outputField returns field of the output of the upstream task named src.
 func outputField(n *Task, src, field string) ([]byte, error) {
-	for _, d := range n.Deps {
+	for _, d := range n.Deps() {
 		up := n.Run.Tasks[d]
 		if up.Name != src {
 			continue
@@ -149,6 +150,7 @@ func (s *State) recountNodes(run *Run) {
 		if !n.Expanded {
 			continue
 		}
+		s.own(n)
 		n.instActive, n.instFailed, n.instFlight = 0, 0, 0
 		for _, i := range n.Instances {
 			switch st := run.Tasks[i].Status; {

@@ -73,7 +73,7 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 			vals = append(vals, t.Index, t.SpecIndex, t.Name, t.Seq, string(t.Status), t.Attempt,
 				t.Failures, t.Interruptions, t.NotBefore, t.MutexKey, t.Priority, t.Parent, t.Instance,
 				t.Count, t.Item, t.Instances, t.Expanded, t.PID, t.StartTime, t.ExitCode, t.Error,
-				t.Output, t.DispatchedAt, t.StartedAt, t.FinishedAt, t.Deps, t.Deferred)
+				t.Output, t.DispatchedAt, t.StartedAt, t.FinishedAt, t.Deps(), t.Deferred)
 		}
 	}
 	vals = append(vals, s.copyAlerts())

@@ -19,7 +19,7 @@ func (s *State) release(t *Task, at int64) {
 		s.expand(t, at)
 	default:
 		if d := t.Spec().Delay; d > 0 && t.NotBefore == 0 {
-			s.touch(t)
+			s.touchHot(t)
 			t.NotBefore = at + int64(d)
 		}
 		s.ready.push(t)
@@ -73,7 +73,7 @@ func (s *State) end(t *Task, status TaskStatus, at int64) {
 // on_failure: run waits for its upstream to end whatever the outcome; any
 // other task needs it to succeed and is skipped otherwise.
 func (s *State) notifyDownstream(t *Task, at int64) {
-	for _, d := range t.Downstream {
+	for _, d := range t.downstream() {
 		dt := t.Run.Tasks[d]
 		if dt.Expanded && dt.waiting > 0 { // a rerun fan-out (see countWaiting)
 			dt.waiting--
@@ -152,7 +152,7 @@ func (s *State) rerun(run *Run, expand bool, at int64) {
 func (s *State) countWaiting(run *Run) {
 	for _, t := range run.Tasks {
 		if t.Parent < 0 && (t.Status == Pending || t.Expanded && t.Status == Running) {
-			t.waiting = s.waitingOn(t)
+			t.waiting = int32(s.waitingOn(t))
 		}
 	}
 }
@@ -182,7 +182,7 @@ func (s *State) reset(t *Task, expand bool) {
 func (s *State) waitingOn(t *Task) int {
 	n := 0
 	runAnyway := t.Spec().OnFailure == "run"
-	for _, d := range t.Deps {
+	for _, d := range t.Deps() {
 		st := t.Run.Tasks[d].Status
 		if st != Success && !(runAnyway && st.Terminal()) {
 			n++

@@ -71,7 +71,7 @@ func (s *State) downstreamOf(run *Run, from int) map[int]bool {
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, d := range run.Tasks[i].Downstream {
+		for _, d := range run.Tasks[i].downstream() {
 			if !set[d] {
 				set[d] = true
 				stack = append(stack, d)

@@ -45,7 +45,7 @@ func (s *State) applyRunPaused(r *RunPaused) error {
 	case t.Status.Terminal():
 		return invalid("run_paused: task %s has ended %s", t.ID(), t.Status)
 	}
-	s.touch(t)
+	s.touchHot(t)
 	t.Paused = r.Paused
 	s.requeue(t)
 	return nil
@@ -70,7 +70,7 @@ func (s *State) unpause(run *Run) {
 	}
 	for _, t := range run.Tasks {
 		if t.Paused {
-			s.touch(t)
+			s.touchHot(t)
 			t.Paused = false
 		}
 	}

@@ -2,11 +2,12 @@ package replay
 
 import "sort"
 
-// runOrder lists the runs by creation order four ways, so that a page of
+// runOrder lists the runs by creation order three ways, so that a page of
 // runs newest first, filtered by workflow, by status or both, after any
-// run, costs O(log n + page) however many runs there are: all runs, the
-// runs of each workflow, of each status, and of each workflow and status.
-// It is derived: kept by setRun and countRun, never persisted.
+// run, costs O(log n + page) however many runs there are: the runs of
+// each workflow, of each status, and of each workflow and status. All
+// runs are State.RunList, in creation order too. It is derived: kept by
+// setRun and countRun, never persisted.
 type runOrder map[runKey]*runList
 
 type runKey struct {
@@ -15,8 +16,8 @@ type runKey struct {
 }
 
 // keys are the lists r belongs to with status st.
-func (x runOrder) keys(r *Run, st RunStatus) [4]runKey {
-	return [4]runKey{{}, {workflow: r.Workflow}, {status: st}, {workflow: r.Workflow, status: st}}
+func (x runOrder) keys(r *Run, st RunStatus) [3]runKey {
+	return [3]runKey{{workflow: r.Workflow}, {status: st}, {workflow: r.Workflow, status: st}}
 }
 
 // count puts r in every list of its status (delta +1) or takes it out (-1).
@@ -33,10 +34,10 @@ func (x runOrder) move(r *Run, old RunStatus) {
 		return
 	}
 	ko, kn := x.keys(r, old), x.keys(r, r.Status)
-	for _, k := range ko[2:] {
+	for _, k := range ko[1:] {
 		x.list(k).change(r, -1)
 	}
-	for _, k := range kn[2:] {
+	for _, k := range kn[1:] {
 		x.list(k).change(r, +1)
 	}
 }
@@ -54,6 +55,12 @@ func (x runOrder) list(k runKey) *runList {
 // ("" = any) created before the run of creation sequence bound (all runs:
 // ^uint64(0)), newest first, until fn returns false.
 func (s *State) EachRunBefore(workflow string, status RunStatus, bound uint64, fn func(*Run) bool) {
+	if workflow == "" && status == "" {
+		i := sort.Search(len(s.RunList), func(i int) bool { return s.RunList[i].Seq >= bound })
+		for i--; i >= 0 && fn(s.RunList[i]); i-- {
+		}
+		return
+	}
 	if l := s.runOrder[runKey{workflow, status}]; l != nil {
 		l.eachBefore(bound, fn)
 	}
@@ -62,6 +69,9 @@ func (s *State) EachRunBefore(workflow string, status RunStatus, bound uint64, f
 // RunCount is the number of runs of workflow with status ("" = any):
 // O(1).
 func (s *State) RunCount(workflow string, status RunStatus) int {
+	if workflow == "" && status == "" {
+		return len(s.RunList)
+	}
 	if l := s.runOrder[runKey{workflow, status}]; l != nil {
 		return l.n
 	}
@@ -129,6 +139,13 @@ func (l *runList) insert(r *Run) {
 	ci := min(l.chunk(r.Seq), len(l.chunks)-1)
 	c := l.chunks[ci]
 	i := sort.Search(len(c), func(i int) bool { return c[i].Seq >= r.Seq })
+	if i == len(c) && len(c) == maxChunk && ci == len(l.chunks)-1 {
+		// The newest run (the common case) starts a chunk of its own
+		// instead of splitting the full one: chunks filled in creation
+		// order stay full, the slots they hold all used.
+		l.chunks = append(l.chunks, []*Run{r})
+		return
+	}
 	c = append(c, nil)
 	copy(c[i+1:], c[i:])
 	c[i] = r

@@ -170,6 +170,10 @@ func (s *State) Snapshot(index uint64) *Snapshot {
 		c := runCopy{run: *r, spec: snap.specOf(r.Workflow, r.Version, r.Spec), tasks: make([]Task, len(r.Tasks))}
 		for j, t := range r.Tasks {
 			c.tasks[j] = *t
+			if t.taskEnd != &noEnd { // the state writes it in place
+				end := *t.taskEnd
+				c.tasks[j].taskEnd = &end
+			}
 		}
 		snap.copies[i] = c
 	}
@@ -254,7 +258,7 @@ func snapTask(t *Task) SnapTask {
 		Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
 		Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
 		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, Deferred: t.Deferred, Paused: t.Paused, DispatchedAt: t.DispatchedAt,
-		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps, Attempts: t.Attempts}
+		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps(), Attempts: t.Attempts}
 }
 
 func sortedNames[V any](m map[string]V) []string {
@@ -455,13 +459,23 @@ func Restore(snap *Snapshot) (*State, error) {
 		sc := snap.Schedules[i]
 		s.Schedules[sc.Workflow] = &sc
 	}
+	s.Runs = make(map[string]*Run, len(snap.Runs))
+	s.RunList = make([]*Run, 0, len(snap.Runs))
+	s.runIDs = make(runIndex, 0, len(snap.Runs))
 	for _, sr := range snap.Runs {
 		if sr.Spec < 0 || sr.Spec >= len(snap.Specs) {
 			return nil, fmt.Errorf("replay: snapshot: run %s refers to spec %d", sr.ID, sr.Spec)
 		}
 		run := restoreRun(sr, snap.Specs[sr.Spec].Spec)
+		if err := s.restoreLinks(run, sr); err != nil {
+			return nil, err
+		}
+		s.internRun(run)
+		for _, t := range run.Tasks {
+			s.internTask(t)
+		}
 		s.Runs[run.ID] = run
-		s.runIDs.add(run.ID)
+		s.runIDs.add(run)
 		s.RunList = append(s.RunList, run)
 		s.rebuild(run)
 	}
@@ -474,14 +488,19 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 		Trigger: sr.Trigger, ScheduledAt: sr.ScheduledAt, Queued: sr.Queued, Status: sr.Status,
 		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested,
 		IdemKey: sr.IdemKey, Paused: sr.Paused}
-	run.Tasks = make([]*Task, len(sr.Tasks))
+	run.Tasks = run.newTasks(len(sr.Tasks))[:len(sr.Tasks)]
 	for i, st := range sr.Tasks {
-		run.Tasks[i] = &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
-			Attempt: st.Attempt, Failures: st.Failures, Interruptions: st.Interruptions, NotBefore: st.NotBefore,
-			MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent, Instance: st.Instance, Count: st.Count,
-			Item: st.Item, Instances: st.Instances, Expanded: st.Expanded, PID: st.PID, StartTime: st.StartTime,
-			ExitCode: st.ExitCode, Error: st.Error, Output: st.Output, Deferred: st.Deferred, Paused: st.Paused, DispatchedAt: st.DispatchedAt,
-			StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Deps: st.Deps, Attempts: st.Attempts}
+		t := &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
+			Attempt: st.Attempt, NotBefore: st.NotBefore, MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent,
+			Count: st.Count, Expanded: st.Expanded, Deferred: st.Deferred, Paused: st.Paused,
+			taskEnd: &noEnd}
+		end := taskEnd{Instance: st.Instance, Failures: st.Failures, Interruptions: st.Interruptions, Item: st.Item, Instances: st.Instances,
+			PID: st.PID, StartTime: st.StartTime, ExitCode: st.ExitCode, Error: st.Error, Output: st.Output,
+			DispatchedAt: st.DispatchedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Attempts: st.Attempts}
+		if !end.zero() {
+			t.taskEnd = &end
+		}
+		run.Tasks[i] = t
 	}
 	return run
 }
@@ -491,11 +510,6 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 // holders, active runs.
 func (s *State) rebuild(run *Run) {
 	s.countRun(run, +1)
-	for _, t := range run.Tasks {
-		for _, d := range t.Deps {
-			run.Tasks[d].Downstream = append(run.Tasks[d].Downstream, t.Index)
-		}
-	}
 	for _, t := range run.Tasks {
 		if !t.Status.Terminal() {
 			run.active++

@@ -61,14 +61,15 @@ type State struct {
 	NextSeq    uint64 // creation sequence of the next task
 	NextRunSeq uint64 // creation sequence of the next run
 
-	ready      readyQueue         // derived: pending tasks whose dependencies succeeded
-	mutexes    map[string][]*Task // derived: per mutex key, its unfinished tasks in creation order
-	mutexHeld  map[string]*Task   // derived: per mutex key, its task with an attempt in flight
-	idem       map[string]*Run    // derived: idempotency key → run
-	activeRuns map[string]int     // derived: running runs per workflow
-	counts     counts             // derived: runs and tasks by status (counts.go)
-	runIDs     runIndex           // derived: the runs' ids, sorted
-	runOrder   runOrder           // derived: the runs in creation order, by workflow and status (runorder.go)
+	ready      readyQueue           // derived: pending tasks whose dependencies succeeded
+	mutexes    map[string][]*Task   // derived: per mutex key, its unfinished tasks in creation order
+	mutexHeld  map[string]*Task     // derived: per mutex key, its task with an attempt in flight
+	idem       map[string]*Run      // derived: idempotency key → run
+	activeRuns map[string]int       // derived: running runs per workflow
+	counts     counts               // derived: runs and tasks by status (counts.go)
+	runIDs     runIndex             // derived: the runs, sorted by id (runindex.go)
+	runOrder   runOrder             // derived: the runs in creation order, by workflow and status (runorder.go)
+	links      map[string]specLinks // derived: the task links of the latest version of each workflow that made runs (links.go)
 
 	alerts alerts // raised alerts and their deliveries (alerts.go)
 
@@ -81,7 +82,8 @@ type State struct {
 // New returns an empty state.
 func New() *State {
 	s := &State{Workflows: map[string]*Workflow{}, Retired: map[string]int{}, Runs: map[string]*Run{}, Schedules: map[string]*Schedule{},
-		mutexes: map[string][]*Task{}, mutexHeld: map[string]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{}}
+		mutexes: map[string][]*Task{}, mutexHeld: map[string]*Task{}, activeRuns: map[string]int{}, idem: map[string]*Run{},
+		links: map[string]specLinks{}}
 	s.ready.init()
 	s.runOrder = runOrder{}
 	s.counts.init()
@@ -125,82 +127,107 @@ type Workflow struct {
 // Run is one execution of a pinned workflow version.
 type Run struct {
 	ID          string
-	Seq         uint64 // creation order among runs
 	Workflow    string
-	Version     int
-	Spec        *workflow.Spec // the pinned version, shared and immutable
-	Params      map[string]string
 	Trigger     string // api, cli, cron
 	IdemKey     string // the trigger's Idempotency-Key, if any
-	ScheduledAt int64  // the fire time of a cron run
-	Queued      bool   // a cron run with overlap: queue waits until no other run of its workflow is active
 	Status      RunStatus
+	Spec        *workflow.Spec // the pinned version, shared and immutable
+	Params      map[string]string
+	Seq         uint64 // creation order among runs
+	Version     int
+	ScheduledAt int64 // the fire time of a cron run
 	CreatedAt   int64
 	StartedAt   int64
 	FinishedAt  int64
 	Tasks       []*Task // in creation order: the spec's tasks, then fan-out instances
+	Queued      bool    // a cron run with overlap: queue waits until no other run of its workflow is active
 	// CancelRequested: a cancel was accepted; the run ends cancelled once
 	// its attempts in flight have stopped.
 	CancelRequested bool
 	// Paused: the run dispatches nothing new (run_paused).
 	Paused bool
 
-	active   int   // derived: tasks not terminal
-	failed   int   // derived: failed tasks
-	parkedAt *Task // derived: its first task parked behind its workflow (ready.go)
-
 	// snapGen is the generation of the snapshot that holds this run's
 	// value (cow.go), snapIdx where; any write to a persisted field of a
 	// run goes after s.touchRun(run).
-	snapGen uint32
-	snapIdx int
+	snapGen  uint32
+	active   int32 // derived: tasks not terminal
+	failed   int32 // derived: failed tasks
+	snapIdx  int32
+	parkedAt *Task    // derived: its first task parked behind its workflow (ready.go)
+	one      [1]*Task // Tasks' array for a run of one task: no allocation of its own
+}
+
+// newTasks returns an empty Tasks of capacity n for run.
+func (run *Run) newTasks(n int) []*Task {
+	if n == 1 {
+		return run.one[:0]
+	}
+	return make([]*Task, 0, n)
 }
 
 // Task is one task of a run: a spec task, or one instance of a fan-out.
+// What its attempts and its fan-out leave (TaskEnd) is apart: a task that
+// has not run points at a shared zero TaskEnd, so a waiting task costs
+// only what it needs to wait (issue 27).
 type Task struct {
-	Run           *Run
-	Index         int // position in Run.Tasks
-	SpecIndex     int // position of its definition in Run.Spec.Tasks
-	Name          string
-	Seq           uint64 // creation order across all runs
-	Status        TaskStatus
-	Attempt       int   // attempts dispatched so far
-	Failures      int   // failed attempts since the last rerun (retries spent + 1)
-	Interruptions int   // attempts lost to crashes
-	NotBefore     int64 // not dispatched before this time (retry backoff, delay)
-	MutexKey      string
-	Priority      int
+	Run       *Run
+	Name      string
+	Status    TaskStatus
+	MutexKey  string
+	Seq       uint64 // creation order across all runs
+	NotBefore int64  // not dispatched before this time (retry backoff, delay)
+	Index     int    // position in Run.Tasks
+	SpecIndex int    // position of its definition in Run.Spec.Tasks
+	Attempt   int    // attempts dispatched so far
+	Priority  int
 
 	// Fan-out. A node (the spec task) expands into instances once ready.
-	Parent       int    // index of the node of an instance; -1 otherwise
-	Instance     int    // the instance's index, from 0
-	Count        int    // the node's number of instances (1 for a plain task)
-	Item         []byte // the foreach item, a JSON value
-	Instances    []int  // a node's instances, once expanded
-	Expanded     bool   // a node that expanded (possibly into zero instances)
-	PID          int
-	StartTime    uint64
-	ExitCode     int
-	Error        string
-	Output       []byte
-	Paused       bool // not dispatched while set (run_paused)
-	Deferred     bool // a running attempt whose process ended deferring its work (task_deferred); Output holds its descriptors
-	DispatchedAt int64
-	StartedAt    int64
-	FinishedAt   int64
-	Attempts     []AttemptEnd // the latest ended attempts, oldest first (at most MaxAttemptsKept)
+	Parent   int  // index of the node of an instance; -1 otherwise
+	Count    int  // the node's number of instances (1 for a plain task)
+	Expanded bool // a node that expanded (possibly into zero instances)
+	Paused   bool // not dispatched while set (run_paused)
+	Deferred bool // a running attempt whose process ended deferring its work (task_deferred); Output holds its descriptors
 
-	Deps       []int  // indexes of upstream tasks in Run.Tasks
-	Downstream []int  // derived: indexes of tasks that depend on this one
-	waiting    int    // derived: upstream tasks not yet done
-	queued     bool   // derived: in the ready queue
-	queueGen   uint32 // derived: bumped at every push, see readyQueue
-	released   Gate   // derived: the gate it was last released from (ready.go)
-	snapGen    uint32 // the snapshot generation that holds its value; any write to a persisted field goes after s.touch(t) (cow.go)
-	instActive int    // derived, nodes: instances not terminal
-	instFailed int    // derived, nodes: instances failed or cancelled
-	instFlight int    // derived, nodes: instances dispatched or running
+	queued   bool   // derived: in the ready queue
+	released Gate   // derived: the gate it was last released from (ready.go)
+	queueGen uint32 // derived: bumped at every push, see readyQueue
+	snapGen  uint32 // the snapshot generation that holds its value; any write to a persisted field goes after s.touch(t) (cow.go)
+	waiting  int32  // derived: upstream tasks not yet done
+
+	links *taskLinks // its dependencies (links.go): shared by its workflow version's runs; nil for an instance
+
+	// *taskEnd is &noEnd until the task's first write to it: every write
+	// goes after s.own(t), which gives the task its own (cow.go).
+	*taskEnd
 }
+
+// taskEnd is the part of a task that its attempts and its fan-out write:
+// zero for a task that has not run. Its fields are promoted: read them as
+// the task's.
+type taskEnd struct {
+	Failures      int // failed attempts since the last rerun (retries spent + 1)
+	Interruptions int // attempts lost to crashes
+	PID           int
+	StartTime     uint64
+	ExitCode      int
+	Error         string
+	Output        []byte
+	DispatchedAt  int64
+	StartedAt     int64
+	FinishedAt    int64
+	Attempts      []AttemptEnd // the latest ended attempts, oldest first (at most MaxAttemptsKept)
+	Instance      int          // an instance's index, from 0
+	Item          []byte       // the foreach item of an instance, a JSON value
+	Instances     []int        // a node's instances, once expanded
+	instActive    int          // derived, nodes: instances not terminal
+	instFailed    int          // derived, nodes: instances failed or cancelled
+	instFlight    int          // derived, nodes: instances dispatched or running
+}
+
+// noEnd is the taskEnd of every task that has not written one: never
+// written itself (checkNoEnd).
+var noEnd taskEnd
 
 // Key is the task's name within its run: its name, and for an instance of
 // a fan-out its index in brackets ("process[3]").
@@ -248,7 +275,7 @@ func (t *Task) stuckNode() bool {
 
 // Waiting is the number of upstream tasks not yet done: a pending task's,
 // or a fan-out's that runs again after a rerun (its instances wait for it).
-func (t *Task) Waiting() int { return t.waiting }
+func (t *Task) Waiting() int { return int(t.waiting) }
 
 // InFlightInstances is how many of a node's instances are in flight.
 func (t *Task) InFlightInstances() int { return t.instFlight }
