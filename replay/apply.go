@@ -126,7 +126,7 @@ func (s *State) applyRunCreated(r *RunCreated) error {
 		return invalid("run %s: idempotency key %q already made run %s", r.ID, r.IdempotencyKey, s.idem[r.IdempotencyKey].ID)
 	}
 	s.newRun(&Run{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
-		Trigger: r.Trigger, IdemKey: r.IdempotencyKey, CreatedAt: r.At})
+		Trigger: r.Trigger, runOrigin: origin(r.IdempotencyKey, 0), CreatedAt: r.At})
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (s *State) applyCronFired(r *CronFired) error {
 	}
 	if r.RunID != "" {
 		s.newRun(&Run{ID: r.RunID, Workflow: r.Workflow, Version: r.Version, Trigger: "cron",
-			ScheduledAt: r.ScheduledAt, Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
+			runOrigin: origin("", r.ScheduledAt), Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
 	}
 	return nil
 }
@@ -241,6 +241,7 @@ func (s *State) newTask(run *Run, specIndex int, ts *workflow.Task, parent int) 
 	s.counts.task(t, +1)
 	s.NextSeq++
 	if ts.Mutex != "" && !ts.FansOut() || ts.Mutex != "" && parent >= 0 {
+		s.own(t)
 		t.MutexKey = workflow.RenderMutex(ts.Mutex, run.Params)
 		s.mutexPush(t)
 	}

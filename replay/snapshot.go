@@ -485,16 +485,16 @@ func Restore(snap *Snapshot) (*State, error) {
 
 func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 	run := &Run{ID: sr.ID, Seq: sr.Seq, Workflow: sr.Workflow, Version: sr.Version, Spec: spec, Params: sr.Params,
-		Trigger: sr.Trigger, ScheduledAt: sr.ScheduledAt, Queued: sr.Queued, Status: sr.Status,
+		Trigger: sr.Trigger, runOrigin: origin(sr.IdemKey, sr.ScheduledAt), Queued: sr.Queued, Status: sr.Status,
 		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested,
-		IdemKey: sr.IdemKey, Paused: sr.Paused}
+		Paused: sr.Paused}
 	run.Tasks = run.newTasks(len(sr.Tasks))[:len(sr.Tasks)]
 	for i, st := range sr.Tasks {
 		t := &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
-			Attempt: st.Attempt, NotBefore: st.NotBefore, MutexKey: st.MutexKey, Priority: st.Priority, Parent: st.Parent,
+			Attempt: st.Attempt, NotBefore: st.NotBefore, Priority: st.Priority, Parent: st.Parent,
 			Count: st.Count, Expanded: st.Expanded, Deferred: st.Deferred, Paused: st.Paused,
 			taskEnd: &noEnd}
-		end := taskEnd{Instance: st.Instance, Failures: st.Failures, Interruptions: st.Interruptions, Item: st.Item, Instances: st.Instances,
+		end := taskEnd{MutexKey: st.MutexKey, Instance: st.Instance, Failures: st.Failures, Interruptions: st.Interruptions, Item: st.Item, Instances: st.Instances,
 			PID: st.PID, StartTime: st.StartTime, ExitCode: st.ExitCode, Error: st.Error, Output: st.Output,
 			DispatchedAt: st.DispatchedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Attempts: st.Attempts}
 		if !end.zero() {

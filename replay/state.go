@@ -126,21 +126,19 @@ type Workflow struct {
 
 // Run is one execution of a pinned workflow version.
 type Run struct {
-	ID          string
-	Workflow    string
-	Trigger     string // api, cli, cron
-	IdemKey     string // the trigger's Idempotency-Key, if any
-	Status      RunStatus
-	Spec        *workflow.Spec // the pinned version, shared and immutable
-	Params      map[string]string
-	Seq         uint64 // creation order among runs
-	Version     int
-	ScheduledAt int64 // the fire time of a cron run
-	CreatedAt   int64
-	StartedAt   int64
-	FinishedAt  int64
-	Tasks       []*Task // in creation order: the spec's tasks, then fan-out instances
-	Queued      bool    // a cron run with overlap: queue waits until no other run of its workflow is active
+	ID         string
+	Workflow   string
+	Trigger    string // api, cli, cron
+	Status     RunStatus
+	Spec       *workflow.Spec // the pinned version, shared and immutable
+	Params     map[string]string
+	Seq        uint64 // creation order among runs
+	Version    int
+	CreatedAt  int64
+	StartedAt  int64
+	FinishedAt int64
+	Tasks      []*Task // in creation order: the spec's tasks, then fan-out instances
+	Queued     bool    // a cron run with overlap: queue waits until no other run of its workflow is active
 	// CancelRequested: a cancel was accepted; the run ends cancelled once
 	// its attempts in flight have stopped.
 	CancelRequested bool
@@ -156,6 +154,28 @@ type Run struct {
 	snapIdx  int32
 	parkedAt *Task    // derived: its first task parked behind its workflow (ready.go)
 	one      [1]*Task // Tasks' array for a run of one task: no allocation of its own
+
+	// *runOrigin is &noOrigin for a run triggered without a key, not by
+	// cron: most runs share it (issue 27). Set once, at its creation.
+	*runOrigin
+}
+
+// runOrigin is what only some runs' triggers give them. Its fields are
+// promoted: read them as the run's.
+type runOrigin struct {
+	IdemKey     string // the trigger's Idempotency-Key, if any
+	ScheduledAt int64  // the fire time of a cron run
+}
+
+// noOrigin is the origin of every run that has none: never written.
+var noOrigin runOrigin
+
+// origin returns the shared noOrigin for a zero origin, else a new one.
+func origin(idemKey string, scheduledAt int64) *runOrigin {
+	if idemKey == "" && scheduledAt == 0 {
+		return &noOrigin
+	}
+	return &runOrigin{IdemKey: idemKey, ScheduledAt: scheduledAt}
 }
 
 // newTasks returns an empty Tasks of capacity n for run.
@@ -174,7 +194,6 @@ type Task struct {
 	Run       *Run
 	Name      string
 	Status    TaskStatus
-	MutexKey  string
 	Seq       uint64 // creation order across all runs
 	NotBefore int64  // not dispatched before this time (retry backoff, delay)
 	Index     int    // position in Run.Tasks
@@ -217,6 +236,7 @@ type taskEnd struct {
 	StartedAt     int64
 	FinishedAt    int64
 	Attempts      []AttemptEnd // the latest ended attempts, oldest first (at most MaxAttemptsKept)
+	MutexKey      string       // its mutex, rendered with its run's params
 	Instance      int          // an instance's index, from 0
 	Item          []byte       // the foreach item of an instance, a JSON value
 	Instances     []int        // a node's instances, once expanded
