@@ -21,6 +21,7 @@
 #   DAGU_TIME     -benchtime of BenchmarkDagu: the daemon's CPU time is read
 #                 in 10 ms ticks, so each run adds up a few iterations (3x)
 #   RECOVERY_TIME -benchtime of BenchmarkRecovery (3x)
+#   QUEUED        waiting runs of BenchmarkQueuedRunMemory (60000)
 #   PAUSE_TIME    -benchtime of BenchmarkCompactionPause: snapshots of each
 #                 kind (100x, about a minute)
 #   IDLE_SECONDS  idle time of BenchmarkIdleCPU (60)
@@ -84,6 +85,8 @@ if [ "$ONLY" != wal ]; then
 	# machine: the page takes the median of several.
 	pkgbench engine ./engine/ -bench '^(BenchmarkFanOut20k|BenchmarkProcessVsBare|BenchmarkLatency50)$' -benchtime="$ENGINE_TIME" -count="$ENGINE_COUNT"
 	pkgbench recovery ./engine/ -bench '^BenchmarkRecovery$' -benchtime="$RECOVERY_TIME"
+	# Issue 27: memory per waiting run (QUEUED runs, 60000 by default).
+	pkgbench "queued runs" ./engine/ -bench '^BenchmarkQueuedRunMemory$' -benchtime=1x
 	# Issue 6: the loop's pause when a compaction starts, old way beside new.
 	pkgbench "compaction pause" ./engine/ -bench '^BenchmarkCompactionPause$' -benchtime="$PAUSE_TIME"
 	pkgbench "api runs" ./api/ -bench '^BenchmarkRunsToCompletion$' -benchtime="$ENGINE_TIME"
