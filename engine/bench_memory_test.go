@@ -147,6 +147,11 @@ func queuedGrowth(b *testing.B, spec *workflow.Spec, n int) queued {
 	h0, r0 := memoryNow(b)
 	triggerMany(b, e, spec.Name, n)
 	h1, r1 := memoryNow(b)
+	if p := os.Getenv("HEAPPROF1"); p != "" {
+		f, _ := os.Create(p)
+		pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+	}
 	e.mu.RLock()
 	active := e.state.ActiveRuns(spec.Name)
 	e.mu.RUnlock()

@@ -126,7 +126,7 @@ func (s *State) applyRunCreated(r *RunCreated) error {
 		return invalid("run %s: idempotency key %q already made run %s", r.ID, r.IdempotencyKey, s.idem[r.IdempotencyKey].ID)
 	}
 	s.newRun(&Run{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
-		Trigger: r.Trigger, runOrigin: origin(r.IdempotencyKey, 0), CreatedAt: r.At})
+		Trigger: r.Trigger, runMore: newRunMore(runMore{IdemKey: r.IdempotencyKey}), CreatedAt: r.At})
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (s *State) applyCronFired(r *CronFired) error {
 	}
 	if r.RunID != "" {
 		s.newRun(&Run{ID: r.RunID, Workflow: r.Workflow, Version: r.Version, Trigger: "cron",
-			runOrigin: origin("", r.ScheduledAt), Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
+			runMore: newRunMore(runMore{ScheduledAt: r.ScheduledAt}), Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
 	}
 	return nil
 }
@@ -236,7 +236,7 @@ func (s *State) createTasks(run *Run, at int64) {
 // newTask creates a pending task (not yet in Run.Tasks).
 func (s *State) newTask(run *Run, specIndex int, ts *workflow.Task, parent int) *Task {
 	t := &Task{Run: run, Index: len(run.Tasks), SpecIndex: specIndex, Name: ts.Name, Seq: s.NextSeq,
-		Status: Pending, Parent: parent, Count: 1, Priority: ts.Priority, taskEnd: &noEnd}
+		Status: Pending, Parent: parent, Count: 1, taskEnd: &noEnd}
 	s.born(t)
 	s.counts.task(t, +1)
 	s.NextSeq++

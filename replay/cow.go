@@ -130,6 +130,9 @@ func (s *State) touchRun(run *Run) {
 	if p := s.pend; p != nil && run.snapGen != p.gen {
 		p.saveRun(run)
 	}
+	if run.runMore == &noRunMore {
+		run.runMore = &runMore{}
+	}
 }
 
 // touch saves t's value (and its run's) into the pending snapshot, if there
@@ -313,7 +316,7 @@ func (s *State) own(t *Task) {
 
 // zero reports a taskEnd with nothing in it, as noEnd.
 func (e *taskEnd) zero() bool {
-	return e.MutexKey == "" && e.Failures == 0 && e.Interruptions == 0 && e.Instance == 0 && e.PID == 0 && e.StartTime == 0 && e.ExitCode == 0 &&
+	return e.MutexKey == "" && !e.Expanded && e.Failures == 0 && e.Interruptions == 0 && e.Instance == 0 && e.PID == 0 && e.StartTime == 0 && e.ExitCode == 0 &&
 		e.Error == "" && e.Output == nil && e.DispatchedAt == 0 && e.StartedAt == 0 && e.FinishedAt == 0 &&
 		e.Attempts == nil && e.Item == nil && e.Instances == nil && e.instActive == 0 && e.instFailed == 0 &&
 		e.instFlight == 0
@@ -322,13 +325,14 @@ func (e *taskEnd) zero() bool {
 // errNoEnd: a write reached the shared taskEnd of tasks that have not run
 // (a write without s.own before it): a bug, which Apply reports rather
 // than let every such task show it.
-var errNoEnd = errors.New("replay: internal error: the shared empty task end was written")
+var errNoEnd = errors.New("replay: internal error: the shared empty task end or run part was written")
 
-// checkNoEnd returns errNoEnd, and clears noEnd, if it was written.
+// checkNoEnd returns errNoEnd, and clears noEnd and noRunMore, if
+// either was written.
 func checkNoEnd() error {
-	if noEnd.zero() {
+	if noEnd.zero() && noRunMore == (runMore{}) {
 		return nil
 	}
-	noEnd = taskEnd{}
+	noEnd, noRunMore = taskEnd{}, runMore{}
 	return errNoEnd
 }

@@ -71,7 +71,7 @@ func (s *State) encodeCanonical(enc *msgpack.Encoder) error {
 			string(r.Status), r.CreatedAt, r.StartedAt, r.FinishedAt, r.CancelRequested, len(r.Tasks))
 		for _, t := range r.Tasks {
 			vals = append(vals, t.Index, t.SpecIndex, t.Name, t.Seq, string(t.Status), t.Attempt,
-				t.Failures, t.Interruptions, t.NotBefore, t.MutexKey, t.Priority, t.Parent, t.Instance,
+				t.Failures, t.Interruptions, t.NotBefore, t.MutexKey, t.Priority(), t.Parent, t.Instance,
 				t.Count, t.Item, t.Instances, t.Expanded, t.PID, t.StartTime, t.ExitCode, t.Error,
 				t.Output, t.DispatchedAt, t.StartedAt, t.FinishedAt, t.Deps(), t.Deferred)
 		}

@@ -57,7 +57,7 @@ func checkShared(t *testing.T, s *State, how string) {
 		t.Errorf("%s: a status is a copy", how)
 	case !sameString(r2.Trigger, "api"):
 		t.Errorf("%s: the trigger is a copy", how)
-	case r2.Tasks[0].taskEnd != &noEnd || r2.runOrigin != &noOrigin:
+	case r2.Tasks[0].taskEnd != &noEnd || r2.runMore != &noRunMore:
 		t.Errorf("%s: a waiting task has a task end of its own, or its run an origin", how)
 	case r2.Tasks[0].NotBefore == 0:
 		t.Errorf("%s: the task does not wait on its delay", how)
@@ -117,7 +117,8 @@ func TestTaskEndIsOwnedOnWrite(t *testing.T) {
 // TestRunsShareTheirVersionsLinks: the runs of a workflow version share
 // its tasks' dependencies; a snapshot whose recorded dependencies differ
 // from the spec's keeps them for that run, and one naming a task out of
-// range is refused with the run and task, not a panic.
+// range, or a task whose definition is, is refused with the run and
+// task, not a panic.
 func TestRunsShareTheirVersionsLinks(t *testing.T) {
 	s := New()
 	mustApply(t, s, &WorkflowPut{Spec: diamond(), At: 1},
@@ -145,6 +146,10 @@ func TestRunsShareTheirVersionsLinks(t *testing.T) {
 	snap.Runs[1].Tasks[3].Deps = []int{9}
 	if _, err := Restore(snap); err == nil {
 		t.Fatal("a dependency out of range restored")
+	}
+	snap.Runs[1].Tasks[3].Deps, snap.Runs[1].Tasks[3].SpecIndex = []int{1, 2}, 9
+	if _, err := Restore(snap); err == nil {
+		t.Fatal("a task of a definition out of range restored")
 	}
 }
 

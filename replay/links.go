@@ -54,10 +54,13 @@ func makeLinks(spec *workflow.Spec) []taskLinks {
 }
 
 // restoreLinks links a restored run's tasks, checking the dependencies
-// its snapshot recorded.
+// its snapshot recorded, and their definitions' positions.
 func (s *State) restoreLinks(run *Run, sr SnapRun) error {
 	deps := make([][]int, len(sr.Tasks))
 	for i, st := range sr.Tasks {
+		if st.SpecIndex < 0 || st.SpecIndex >= len(run.Spec.Tasks) {
+			return fmt.Errorf("replay: snapshot: run %s: task %d is definition %d of %d", sr.ID, i, st.SpecIndex, len(run.Spec.Tasks))
+		}
 		for _, d := range st.Deps {
 			if d < 0 || d >= len(sr.Tasks) {
 				return fmt.Errorf("replay: snapshot: run %s: task %d depends on task %d of %d", sr.ID, i, d, len(sr.Tasks))

@@ -84,8 +84,8 @@ func (q *readyQueue) add(e readyEntry) {
 
 // before orders ready work: higher priority first, then creation order.
 func before(a, b *Task) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
+	if pa, pb := a.Priority(), b.Priority(); pa != pb {
+		return pa > pb
 	}
 	return a.Seq < b.Seq
 }

@@ -168,6 +168,10 @@ func (s *State) Snapshot(index uint64) *Snapshot {
 	snap.copies = make([]runCopy, len(s.RunList))
 	for i, r := range s.RunList {
 		c := runCopy{run: *r, spec: snap.specOf(r.Workflow, r.Version, r.Spec), tasks: make([]Task, len(r.Tasks))}
+		if r.runMore != &noRunMore { // the state writes it in place
+			more := *r.runMore
+			c.run.runMore = &more
+		}
 		for j, t := range r.Tasks {
 			c.tasks[j] = *t
 			if t.taskEnd != &noEnd { // the state writes it in place
@@ -255,7 +259,7 @@ func snapRunFields(r *Run) SnapRun {
 func snapTask(t *Task) SnapTask {
 	return SnapTask{SpecIndex: t.SpecIndex, Name: t.Name, Seq: t.Seq, Status: t.Status, Attempt: t.Attempt,
 		Failures: t.Failures, Interruptions: t.Interruptions, NotBefore: t.NotBefore, MutexKey: t.MutexKey,
-		Priority: t.Priority, Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
+		Priority: t.Priority(), Parent: t.Parent, Instance: t.Instance, Count: t.Count, Item: t.Item,
 		Instances: t.Instances, Expanded: t.Expanded, PID: t.PID, StartTime: t.StartTime,
 		ExitCode: t.ExitCode, Error: t.Error, Output: t.Output, Deferred: t.Deferred, Paused: t.Paused, DispatchedAt: t.DispatchedAt,
 		StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, Deps: t.Deps(), Attempts: t.Attempts}
@@ -485,16 +489,15 @@ func Restore(snap *Snapshot) (*State, error) {
 
 func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 	run := &Run{ID: sr.ID, Seq: sr.Seq, Workflow: sr.Workflow, Version: sr.Version, Spec: spec, Params: sr.Params,
-		Trigger: sr.Trigger, runOrigin: origin(sr.IdemKey, sr.ScheduledAt), Queued: sr.Queued, Status: sr.Status,
-		CreatedAt: sr.CreatedAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt, CancelRequested: sr.CancelRequested,
-		Paused: sr.Paused}
+		Trigger: sr.Trigger, Queued: sr.Queued, Status: sr.Status, CreatedAt: sr.CreatedAt, CancelRequested: sr.CancelRequested,
+		Paused: sr.Paused, runMore: newRunMore(runMore{IdemKey: sr.IdemKey, ScheduledAt: sr.ScheduledAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt})}
 	run.Tasks = run.newTasks(len(sr.Tasks))[:len(sr.Tasks)]
 	for i, st := range sr.Tasks {
 		t := &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,
-			Attempt: st.Attempt, NotBefore: st.NotBefore, Priority: st.Priority, Parent: st.Parent,
-			Count: st.Count, Expanded: st.Expanded, Deferred: st.Deferred, Paused: st.Paused,
+			Attempt: st.Attempt, NotBefore: st.NotBefore, Parent: st.Parent,
+			Count: st.Count, Deferred: st.Deferred, Paused: st.Paused,
 			taskEnd: &noEnd}
-		end := taskEnd{MutexKey: st.MutexKey, Instance: st.Instance, Failures: st.Failures, Interruptions: st.Interruptions, Item: st.Item, Instances: st.Instances,
+		end := taskEnd{MutexKey: st.MutexKey, Expanded: st.Expanded, Instance: st.Instance, Failures: st.Failures, Interruptions: st.Interruptions, Item: st.Item, Instances: st.Instances,
 			PID: st.PID, StartTime: st.StartTime, ExitCode: st.ExitCode, Error: st.Error, Output: st.Output,
 			DispatchedAt: st.DispatchedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Attempts: st.Attempts}
 		if !end.zero() {

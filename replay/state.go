@@ -126,19 +126,17 @@ type Workflow struct {
 
 // Run is one execution of a pinned workflow version.
 type Run struct {
-	ID         string
-	Workflow   string
-	Trigger    string // api, cli, cron
-	Status     RunStatus
-	Spec       *workflow.Spec // the pinned version, shared and immutable
-	Params     map[string]string
-	Seq        uint64 // creation order among runs
-	Version    int
-	CreatedAt  int64
-	StartedAt  int64
-	FinishedAt int64
-	Tasks      []*Task // in creation order: the spec's tasks, then fan-out instances
-	Queued     bool    // a cron run with overlap: queue waits until no other run of its workflow is active
+	ID        string
+	Workflow  string
+	Trigger   string // api, cli, cron
+	Status    RunStatus
+	Spec      *workflow.Spec // the pinned version, shared and immutable
+	Params    map[string]string
+	Seq       uint64 // creation order among runs
+	Version   int
+	CreatedAt int64
+	Tasks     []*Task // in creation order: the spec's tasks, then fan-out instances
+	Queued    bool    // a cron run with overlap: queue waits until no other run of its workflow is active
 	// CancelRequested: a cancel was accepted; the run ends cancelled once
 	// its attempts in flight have stopped.
 	CancelRequested bool
@@ -155,27 +153,32 @@ type Run struct {
 	parkedAt *Task    // derived: its first task parked behind its workflow (ready.go)
 	one      [1]*Task // Tasks' array for a run of one task: no allocation of its own
 
-	// *runOrigin is &noOrigin for a run triggered without a key, not by
-	// cron: most runs share it (issue 27). Set once, at its creation.
-	*runOrigin
+	// *runMore is &noRunMore for a run not started, triggered without a
+	// key and not by cron: most waiting runs share it (issue 27). Every
+	// write to it goes after s.touchRun(run), which gives the run its own.
+	*runMore
 }
 
-// runOrigin is what only some runs' triggers give them. Its fields are
-// promoted: read them as the run's.
-type runOrigin struct {
+// runMore is what only some runs have: from their trigger, or once they
+// started. Its fields are promoted: read them as the run's.
+type runMore struct {
 	IdemKey     string // the trigger's Idempotency-Key, if any
 	ScheduledAt int64  // the fire time of a cron run
+	StartedAt   int64
+	FinishedAt  int64
 }
 
-// noOrigin is the origin of every run that has none: never written.
-var noOrigin runOrigin
+// noRunMore is the runMore of every run that has none: never written
+// (checkNoEnd).
+var noRunMore runMore
 
-// origin returns the shared noOrigin for a zero origin, else a new one.
-func origin(idemKey string, scheduledAt int64) *runOrigin {
-	if idemKey == "" && scheduledAt == 0 {
-		return &noOrigin
+// newRunMore returns the shared noRunMore for a zero runMore, else a new
+// one.
+func newRunMore(m runMore) *runMore {
+	if m == (runMore{}) {
+		return &noRunMore
 	}
-	return &runOrigin{IdemKey: idemKey, ScheduledAt: scheduledAt}
+	return &m
 }
 
 // newTasks returns an empty Tasks of capacity n for run.
@@ -199,12 +202,10 @@ type Task struct {
 	Index     int    // position in Run.Tasks
 	SpecIndex int    // position of its definition in Run.Spec.Tasks
 	Attempt   int    // attempts dispatched so far
-	Priority  int
 
 	// Fan-out. A node (the spec task) expands into instances once ready.
 	Parent   int  // index of the node of an instance; -1 otherwise
 	Count    int  // the node's number of instances (1 for a plain task)
-	Expanded bool // a node that expanded (possibly into zero instances)
 	Paused   bool // not dispatched while set (run_paused)
 	Deferred bool // a running attempt whose process ended deferring its work (task_deferred); Output holds its descriptors
 
@@ -237,6 +238,7 @@ type taskEnd struct {
 	FinishedAt    int64
 	Attempts      []AttemptEnd // the latest ended attempts, oldest first (at most MaxAttemptsKept)
 	MutexKey      string       // its mutex, rendered with its run's params
+	Expanded      bool         // a node that expanded (possibly into zero instances)
 	Instance      int          // an instance's index, from 0
 	Item          []byte       // the foreach item of an instance, a JSON value
 	Instances     []int        // a node's instances, once expanded
@@ -260,6 +262,9 @@ func (t *Task) Key() string {
 
 // ID is the task's stable identity, given to executors and the API.
 func (t *Task) ID() string { return t.Run.ID + ":" + t.Key() }
+
+// Priority is its definition's priority: higher is dispatched first.
+func (t *Task) Priority() int { return t.Spec().Priority }
 
 // Spec returns the task's definition in the pinned workflow.
 func (t *Task) Spec() *workflow.Task { return t.Run.Spec.Tasks[t.SpecIndex] }
