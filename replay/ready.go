@@ -31,7 +31,7 @@ import (
 type readyQueue struct {
 	heap    entryHeap
 	timed   timedHeap
-	byRun   map[*Run][]readyEntry       // parked behind their workflow, per run
+	byRun   map[*Run][]readyEntry       // parked behind their workflow, per run: the first in the run (Run.parkedAt), the others here
 	runs    map[string]*runHeap         // those runs per class (RunClass), by their first parked task
 	byNode  map[*Task]*entryHeap        // parked behind their fan-out's concurrency
 	byMutex map[string]map[*Task]uint32 // parked behind their mutex (entry generation)
@@ -119,8 +119,13 @@ func (q *readyQueue) compact() {
 	for w, h := range q.runs {
 		live := (*h)[:0]
 		for _, r := range *h {
-			if q.byRun[r] != nil {
+			// The first entry stays in the run, dead or not, while any
+			// other is live: it is counted.
+			if first := (readyEntry{r.parkedAt, r.parkedGen}); first.live() || q.byRun[r] != nil {
+				q.entries++
 				live = append(live, r)
+			} else {
+				r.parkedAt = nil
 			}
 		}
 		if *h = live; len(live) == 0 {
@@ -232,19 +237,48 @@ func RunClass(r *Run) string {
 	return fmt.Sprintf("%s/%d/%t", r.Workflow, r.Spec.MaxActiveRuns, r.Queued)
 }
 
+// parkRun parks e behind its run's workflow. A run's first parked entry
+// is kept in the run (parkedAt, parkedGen), which orders its class's heap;
+// only the others take an entry of q.byRun (issue 27: a one-task run
+// waits with no map entry).
 func (q *readyQueue) parkRun(e readyEntry) {
 	r := e.t.Run
-	if q.byRun[r] == nil {
-		class := RunClass(r)
-		h := q.runs[class]
-		if h == nil {
-			h = &runHeap{}
-			q.runs[class] = h
-		}
-		r.parkedAt = e.t
-		heap.Push(h, r)
+	if r.parkedAt != nil {
+		q.byRun[r] = append(q.byRun[r], e)
+		return
 	}
-	q.byRun[r] = append(q.byRun[r], e)
+	class := RunClass(r)
+	h := q.runs[class]
+	if h == nil {
+		h = &runHeap{}
+		q.runs[class] = h
+	}
+	r.parkedAt, r.parkedGen = e.t, e.gen
+	heap.Push(h, r)
+}
+
+// eachParked calls fn with r's entries parked behind its workflow, in
+// the order they were parked, until it returns false.
+func (q *readyQueue) eachParked(r *Run, fn func(readyEntry) bool) {
+	if r.parkedAt == nil || !fn(readyEntry{r.parkedAt, r.parkedGen}) {
+		return
+	}
+	for _, e := range q.byRun[r] {
+		if !fn(e) {
+			return
+		}
+	}
+}
+
+// unpark forgets r's parked entries and returns how many it had.
+func (q *readyQueue) unpark(r *Run) int {
+	n := len(q.byRun[r])
+	if r.parkedAt != nil {
+		n++
+	}
+	r.parkedAt = nil
+	delete(q.byRun, r)
+	return n
 }
 
 // release moves an entry back to the heap, if it is live.
@@ -288,14 +322,18 @@ func (s *State) ParkedRun(class string) (*Run, *Task) {
 	h := q.runs[class]
 	for h != nil && len(*h) > 0 {
 		r := (*h)[0]
-		for _, e := range q.byRun[r] {
+		var first *Task
+		q.eachParked(r, func(e readyEntry) bool {
 			if e.live() {
-				return r, e.t
+				first = e.t
 			}
+			return first == nil
+		})
+		if first != nil {
+			return r, first
 		}
 		heap.Pop(h)
-		q.entries -= len(q.byRun[r])
-		delete(q.byRun, r)
+		q.entries -= q.unpark(r)
 	}
 	delete(q.runs, class)
 	return nil, nil
@@ -310,10 +348,11 @@ func (s *State) ReleaseRun(class string, r *Run) {
 	if len(*h) == 0 {
 		delete(q.runs, class)
 	}
-	for _, e := range q.byRun[r] {
+	q.eachParked(r, func(e readyEntry) bool {
 		q.release(e, GateRun)
-	}
-	delete(q.byRun, r)
+		return true
+	})
+	q.unpark(r)
 }
 
 // ReleaseNode releases the first task parked behind a fan-out's
@@ -424,8 +463,13 @@ func (s *State) EachReady(fn func(*Task) bool) {
 	}
 	add(q.heap)
 	add(q.timed.entryHeap)
-	for _, es := range q.byRun {
-		add(es)
+	for _, h := range q.runs {
+		for _, r := range *h {
+			q.eachParked(r, func(e readyEntry) bool {
+				add([]readyEntry{e})
+				return true
+			})
+		}
 	}
 	for _, h := range q.byNode {
 		add(*h)

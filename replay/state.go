@@ -146,12 +146,14 @@ type Run struct {
 	// snapGen is the generation of the snapshot that holds this run's
 	// value (cow.go), snapIdx where; any write to a persisted field of a
 	// run goes after s.touchRun(run).
-	snapGen  uint32
-	active   int32 // derived: tasks not terminal
-	failed   int32 // derived: failed tasks
-	snapIdx  int32
-	parkedAt *Task    // derived: its first task parked behind its workflow (ready.go)
-	one      [1]*Task // Tasks' array for a run of one task: no allocation of its own
+	snapGen uint32
+	active  int32 // derived: tasks not terminal
+	failed  int32 // derived: failed tasks
+	snapIdx int32
+	// parkedGen is the queue generation of parkedAt's entry.
+	parkedGen uint32
+	parkedAt  *Task    // derived: its first task parked behind its workflow (ready.go), nil when none is
+	one       [1]*Task // Tasks' array for a run of one task: no allocation of its own
 
 	// *runMore is &noRunMore for a run not started, triggered without a
 	// key and not by cron: most waiting runs share it (issue 27). Every
