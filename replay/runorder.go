@@ -2,12 +2,13 @@ package replay
 
 import "sort"
 
-// runOrder lists the runs by creation order three ways, so that a page of
+// runOrder lists the runs by creation order two ways, so that a page of
 // runs newest first, filtered by workflow, by status or both, after any
 // run, costs O(log n + page) however many runs there are: the runs of
-// each workflow, of each status, and of each workflow and status. All
-// runs are State.RunList, in creation order too. It is derived: kept by
-// setRun and countRun, never persisted.
+// each status, and of each workflow and status. All runs are
+// State.RunList, in creation order too; a workflow's runs are the merge
+// of its lists of the five statuses. (A list costs 8 bytes a run: issue
+// 27.) It is derived: kept by setRun and countRun, never persisted.
 type runOrder map[runKey]*runList
 
 type runKey struct {
@@ -16,9 +17,12 @@ type runKey struct {
 }
 
 // keys are the lists r belongs to with status st.
-func (x runOrder) keys(r *Run, st RunStatus) [3]runKey {
-	return [3]runKey{{workflow: r.Workflow}, {status: st}, {workflow: r.Workflow, status: st}}
+func (x runOrder) keys(r *Run, st RunStatus) [2]runKey {
+	return [2]runKey{{status: st}, {workflow: r.Workflow, status: st}}
 }
+
+// runStatuses are the statuses a run can have.
+var allRunStatuses = [...]RunStatus{RunPending, RunRunning, RunSuccess, RunFailed, RunCancelled}
 
 // count puts r in every list of its status (delta +1) or takes it out (-1).
 func (x runOrder) count(r *Run, delta int) {
@@ -33,11 +37,10 @@ func (x runOrder) move(r *Run, old RunStatus) {
 		x.count(r, +1)
 		return
 	}
-	ko, kn := x.keys(r, old), x.keys(r, r.Status)
-	for _, k := range ko[1:] {
+	for _, k := range x.keys(r, old) {
 		x.list(k).change(r, -1)
 	}
-	for _, k := range kn[1:] {
+	for _, k := range x.keys(r, r.Status) {
 		x.list(k).change(r, +1)
 	}
 }
@@ -61,8 +64,41 @@ func (s *State) EachRunBefore(workflow string, status RunStatus, bound uint64, f
 		}
 		return
 	}
+	if status == "" {
+		s.eachOfWorkflowBefore(workflow, bound, fn)
+		return
+	}
 	if l := s.runOrder[runKey{workflow, status}]; l != nil {
 		l.eachBefore(bound, fn)
+	}
+}
+
+// eachOfWorkflowBefore is EachRunBefore for a workflow's runs of any
+// status: the merge, newest first, of its lists of each status.
+func (s *State) eachOfWorkflowBefore(workflow string, bound uint64, fn func(*Run) bool) {
+	var curs [len(allRunStatuses)]runCursor
+	n := 0
+	for _, st := range allRunStatuses {
+		if l := s.runOrder[runKey{workflow, st}]; l != nil {
+			if c, ok := l.before(bound); ok {
+				curs[n], n = c, n+1
+			}
+		}
+	}
+	for n > 0 {
+		best := 0
+		for i := 1; i < n; i++ {
+			if curs[i].run().Seq > curs[best].run().Seq {
+				best = i
+			}
+		}
+		if !fn(curs[best].run()) {
+			return
+		}
+		if !curs[best].prev() {
+			n--
+			curs[best] = curs[n]
+		}
 	}
 }
 
@@ -71,6 +107,13 @@ func (s *State) EachRunBefore(workflow string, status RunStatus, bound uint64, f
 func (s *State) RunCount(workflow string, status RunStatus) int {
 	if workflow == "" && status == "" {
 		return len(s.RunList)
+	}
+	if status == "" {
+		n := 0
+		for _, st := range allRunStatuses {
+			n += s.RunCount(workflow, st)
+		}
+		return n
 	}
 	if l := s.runOrder[runKey{workflow, status}]; l != nil {
 		return l.n
@@ -88,8 +131,10 @@ func (s *State) NewestRun(workflow string) *Run {
 // RunWorkflows calls fn with every workflow that has runs (a deleted
 // workflow's too): O(workflows × statuses).
 func (s *State) RunWorkflows(fn func(workflow string)) {
+	seen := map[string]bool{}
 	for k, l := range s.runOrder {
-		if k.workflow != "" && k.status == "" && l.n > 0 {
+		if k.workflow != "" && l.n > 0 && !seen[k.workflow] {
+			seen[k.workflow] = true
 			fn(k.workflow)
 		}
 	}
@@ -179,6 +224,46 @@ func (l *runList) remove(r *Run) {
 		return
 	}
 	l.chunks = append(l.chunks[:ci], l.chunks[ci+1:]...)
+}
+
+// runCursor is a position in a runList.
+type runCursor struct {
+	l     *runList
+	ci, i int
+}
+
+func (c *runCursor) run() *Run { return c.l.chunks[c.ci][c.i] }
+
+// prev moves to the run before, and reports whether there is one.
+func (c *runCursor) prev() bool {
+	if c.i > 0 {
+		c.i--
+		return true
+	}
+	for c.ci > 0 {
+		if c.ci--; len(c.l.chunks[c.ci]) > 0 {
+			c.i = len(c.l.chunks[c.ci]) - 1
+			return true
+		}
+	}
+	return false
+}
+
+// before returns the position of the newest run created before bound,
+// if any.
+func (l *runList) before(bound uint64) (runCursor, bool) {
+	if len(l.chunks) == 0 {
+		return runCursor{}, false
+	}
+	ci := min(l.chunk(bound), len(l.chunks)-1)
+	c := l.chunks[ci]
+	i := sort.Search(len(c), func(i int) bool { return c[i].Seq >= bound })
+	cur := runCursor{l, ci, i}
+	if i > 0 {
+		cur.i--
+		return cur, true
+	}
+	return cur, cur.prev()
 }
 
 func (l *runList) eachBefore(bound uint64, fn func(*Run) bool) {
