@@ -77,10 +77,6 @@ func (e *Engine) Trigger(name string, params map[string]string, trigger string) 
 // created is false (nothing is written). The key is recorded with the run,
 // so this holds across restarts.
 func (e *Engine) TriggerIdempotent(name string, params map[string]string, trigger, key string) (id string, created bool, err error) {
-	uid, err := uuid.NewV7()
-	if err != nil {
-		return "", false, fmt.Errorf("engine: new run id: %w", err)
-	}
 	type outcome struct {
 		id      string
 		created bool
@@ -105,8 +101,16 @@ func (e *Engine) TriggerIdempotent(name string, params map[string]string, trigge
 		if err := e.admit(st, name); err != nil {
 			return nil, nil, err
 		}
-		return &replay.RunCreated{ID: uid.String(), Workflow: name, Version: w.Version, Params: merged,
-			Trigger: trigger, IdempotencyKey: key, At: now}, outcome{uid.String(), true}, nil
+		// The id is made in the loop: ids made in time order come in
+		// creation order, and the run list is then the index of ids
+		// (replay's runIndex).
+		uid, err := uuid.NewV7()
+		if err != nil {
+			return nil, nil, fmt.Errorf("engine: new run id: %w", err)
+		}
+		id := uid.String()
+		return &replay.RunCreated{ID: id, Workflow: name, Version: w.Version, Params: merged,
+			Trigger: trigger, IdempotencyKey: key, At: now}, outcome{id, true}, nil
 	})
 	if err != nil {
 		return "", false, err

@@ -156,7 +156,7 @@ func (s *State) newRun(run *Run) {
 		s.idem[run.IdemKey] = run
 	}
 	s.Runs[run.ID] = run
-	s.runIDs.add(run)
+	s.runIDs.add(run, s.RunList)
 	s.RunList = append(s.RunList, run)
 	s.createTasks(run, run.CreatedAt)
 }

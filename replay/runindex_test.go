@@ -39,3 +39,32 @@ func TestRunsWithPrefix(t *testing.T) {
 		t.Errorf("restored: %s", got)
 	}
 }
+
+// TestRunsWithPrefixInIDOrder: while runs come in id order (UUIDv7s) the
+// run list is the index and no sorted copy is kept; the first run out of
+// order builds it, and prefixes find the same runs before and after, and
+// after a prune.
+func TestRunsWithPrefixInIDOrder(t *testing.T) {
+	s := New()
+	mustApply(t, s, &WorkflowPut{Spec: diamond(), At: 1})
+	for _, id := range []string{"a1", "a2", "b1", "b2"} {
+		mustApply(t, s, &RunCreated{ID: id, Workflow: "diamond", Version: 1, At: 2}, &RunCancelRequested{ID: id, At: 3})
+	}
+	if s.runIDs.built {
+		t.Fatal("runs in id order built a sorted copy")
+	}
+	if got := prefixed(s, "a"); got != "a1,a2" {
+		t.Errorf("in order, prefix a: %s", got)
+	}
+	mustApply(t, s, &RunCreated{ID: "a0", Workflow: "diamond", Version: 1, At: 4}, &RunCancelRequested{ID: "a0", At: 5})
+	if !s.runIDs.built {
+		t.Fatal("a run out of id order built no sorted copy")
+	}
+	if got := prefixed(s, "a"); got != "a0,a1,a2" {
+		t.Errorf("out of order, prefix a: %s", got)
+	}
+	mustApply(t, s, &RunsPruned{IDs: []string{"a1"}, At: 6})
+	if got := prefixed(s, ""); got != "a0,a2,b1,b2" {
+		t.Errorf("after prune: %s", got)
+	}
+}

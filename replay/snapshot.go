@@ -465,7 +465,6 @@ func Restore(snap *Snapshot) (*State, error) {
 	}
 	s.Runs = make(map[string]*Run, len(snap.Runs))
 	s.RunList = make([]*Run, 0, len(snap.Runs))
-	s.runIDs = make(runIndex, 0, len(snap.Runs))
 	for _, sr := range snap.Runs {
 		if sr.Spec < 0 || sr.Spec >= len(snap.Specs) {
 			return nil, fmt.Errorf("replay: snapshot: run %s refers to spec %d", sr.ID, sr.Spec)
@@ -479,7 +478,7 @@ func Restore(snap *Snapshot) (*State, error) {
 			s.internTask(t)
 		}
 		s.Runs[run.ID] = run
-		s.runIDs.add(run)
+		s.runIDs.add(run, s.RunList)
 		s.RunList = append(s.RunList, run)
 		s.rebuild(run)
 	}
