@@ -126,7 +126,7 @@ func (s *State) applyRunCreated(r *RunCreated) error {
 		return invalid("run %s: idempotency key %q already made run %s", r.ID, r.IdempotencyKey, s.idem[r.IdempotencyKey].ID)
 	}
 	s.newRun(&Run{ID: r.ID, Workflow: r.Workflow, Version: r.Version, Params: r.Params,
-		Trigger: r.Trigger, runMore: newRunMore(runMore{IdemKey: r.IdempotencyKey}), CreatedAt: r.At})
+		runMore: newRunMore(runMore{Trigger: r.Trigger, IdemKey: r.IdempotencyKey}), CreatedAt: r.At})
 	return nil
 }
 
@@ -186,8 +186,8 @@ func (s *State) applyCronFired(r *CronFired) error {
 		sc.Fires = append(sc.Fires[:0:0], sc.Fires[len(sc.Fires)-MaxFires:]...)
 	}
 	if r.RunID != "" {
-		s.newRun(&Run{ID: r.RunID, Workflow: r.Workflow, Version: r.Version, Trigger: "cron",
-			runMore: newRunMore(runMore{ScheduledAt: r.ScheduledAt}), Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
+		s.newRun(&Run{ID: r.RunID, Workflow: r.Workflow, Version: r.Version,
+			runMore: newRunMore(runMore{Trigger: "cron", ScheduledAt: r.ScheduledAt}), Queued: r.Queued, CreatedAt: r.At, Params: s.Workflows[r.Workflow].Spec.Params})
 	}
 	return nil
 }

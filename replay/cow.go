@@ -130,8 +130,10 @@ func (s *State) touchRun(run *Run) {
 	if p := s.pend; p != nil && run.snapGen != p.gen {
 		p.saveRun(run)
 	}
-	if run.runMore == &noRunMore {
-		run.runMore = &runMore{}
+	if run.runMore.shared {
+		own := *run.runMore
+		own.shared = false
+		run.runMore = &own
 	}
 }
 
@@ -327,12 +329,18 @@ func (e *taskEnd) zero() bool {
 // than let every such task show it.
 var errNoEnd = errors.New("replay: internal error: the shared empty task end or run part was written")
 
-// checkNoEnd returns errNoEnd, and clears noEnd and noRunMore, if
-// either was written.
+// checkNoEnd returns errNoEnd, and sets them back, if noEnd or a shared
+// runMore was written.
 func checkNoEnd() error {
-	if noEnd.zero() && noRunMore == (runMore{}) {
+	bad := !noEnd.zero()
+	for i := range sharedMores {
+		if want := (runMore{Trigger: sharedTriggers[i], shared: true}); sharedMores[i] != want {
+			sharedMores[i], bad = want, true
+		}
+	}
+	if !bad {
 		return nil
 	}
-	noEnd, noRunMore = taskEnd{}, runMore{}
+	noEnd = taskEnd{}
 	return errNoEnd
 }

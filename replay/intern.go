@@ -14,7 +14,6 @@ import "maps"
 var (
 	runStatuses  = internTable(RunPending, RunRunning, RunSuccess, RunFailed, RunCancelled)
 	taskStatuses = internTable(Pending, Dispatched, Running, Success, Failed, Skipped, Cancelled)
-	triggers     = internTable("api", "cli", "cron", "retry", "test", "bench", "ork")
 )
 
 func internTable[S ~string](values ...S) map[S]S {
@@ -41,7 +40,6 @@ func (s *State) internRun(run *Run) {
 	if run.Spec != nil && run.Workflow == run.Spec.Name {
 		run.Workflow = run.Spec.Name
 	}
-	run.Trigger = intern(triggers, run.Trigger)
 	run.Status = intern(runStatuses, run.Status)
 	run.Params = s.internParams(run)
 }

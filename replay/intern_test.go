@@ -57,7 +57,7 @@ func checkShared(t *testing.T, s *State, how string) {
 		t.Errorf("%s: a status is a copy", how)
 	case !sameString(r2.Trigger, "api"):
 		t.Errorf("%s: the trigger is a copy", how)
-	case r2.Tasks[0].taskEnd != &noEnd || r2.runMore != &noRunMore:
+	case r2.Tasks[0].taskEnd != &noEnd || r2.runMore != sharedRunMore["api"]:
 		t.Errorf("%s: a waiting task has a task end of its own, or its run an origin", how)
 	case r2.Tasks[0].NotBefore == 0:
 		t.Errorf("%s: the task does not wait on its delay", how)
@@ -92,9 +92,10 @@ func hashOf(t *testing.T, s *State) uint64 {
 	return h
 }
 
-// TestTaskEndIsOwnedOnWrite: a dispatch gives the task its own task end
-// and leaves the shared one empty; a write that reaches the shared one
-// (a bug) fails the next Apply instead of showing in every waiting task.
+// TestTaskEndIsOwnedOnWrite: a dispatch gives the task its own task end,
+// and its run its own runMore, and leaves the shared ones as they were; a
+// write that reaches a shared one (a bug) fails the next Apply instead of
+// showing in every waiting task or run.
 func TestTaskEndIsOwnedOnWrite(t *testing.T) {
 	s := New()
 	mustApply(t, s, &WorkflowPut{Spec: diamond(), At: 1}, &RunCreated{ID: "r", Workflow: "diamond", Version: 1, At: 2},
@@ -107,10 +108,19 @@ func TestTaskEndIsOwnedOnWrite(t *testing.T) {
 	if b.taskEnd != &noEnd || b.PID != 0 || !noEnd.zero() {
 		t.Fatalf("a waiting task sees pid %d; shared end zero: %v", b.PID, noEnd.zero())
 	}
+	mustApply(t, s, &RunCreated{ID: "w", Workflow: "diamond", Version: 1, At: 5})
+	if r, w := s.Runs["r"], s.Runs["w"]; r.runMore.shared || r.StartedAt != 3 || w.runMore != sharedRunMore[""] || w.StartedAt != 0 {
+		t.Fatalf("started run's more shared: %v (started at %d); waiting run's shared: %v", r.runMore.shared, r.StartedAt, w.runMore == sharedRunMore[""])
+	}
 	noEnd.Error = "written by mistake"
 	err := s.Apply(&TaskFinished{TaskRef: TaskRef{Run: "r"}, Attempt: 1, OK: true, At: 5})
 	if !errors.Is(err, errNoEnd) || b.Error != "" {
 		t.Fatalf("apply after a write to the shared end: %v; waiting task's error %q", err, b.Error)
+	}
+	sharedRunMore[""].FinishedAt = 7
+	err = s.Apply(&RunCancelRequested{ID: "w", At: 6})
+	if !errors.Is(err, errNoEnd) || sharedRunMore[""].FinishedAt != 0 {
+		t.Fatalf("apply after a write to a shared runMore: %v", err)
 	}
 }
 

@@ -168,7 +168,7 @@ func (s *State) Snapshot(index uint64) *Snapshot {
 	snap.copies = make([]runCopy, len(s.RunList))
 	for i, r := range s.RunList {
 		c := runCopy{run: *r, spec: snap.specOf(r.Workflow, r.Version, r.Spec), tasks: make([]Task, len(r.Tasks))}
-		if r.runMore != &noRunMore { // the state writes it in place
+		if !r.runMore.shared { // the state writes it in place
 			more := *r.runMore
 			c.run.runMore = &more
 		}
@@ -488,8 +488,8 @@ func Restore(snap *Snapshot) (*State, error) {
 
 func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 	run := &Run{ID: sr.ID, Seq: sr.Seq, Workflow: sr.Workflow, Version: sr.Version, Spec: spec, Params: sr.Params,
-		Trigger: sr.Trigger, Queued: sr.Queued, Status: sr.Status, CreatedAt: sr.CreatedAt, CancelRequested: sr.CancelRequested,
-		Paused: sr.Paused, runMore: newRunMore(runMore{IdemKey: sr.IdemKey, ScheduledAt: sr.ScheduledAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt})}
+		Queued: sr.Queued, Status: sr.Status, CreatedAt: sr.CreatedAt, CancelRequested: sr.CancelRequested,
+		Paused: sr.Paused, runMore: newRunMore(runMore{Trigger: sr.Trigger, IdemKey: sr.IdemKey, ScheduledAt: sr.ScheduledAt, StartedAt: sr.StartedAt, FinishedAt: sr.FinishedAt})}
 	run.Tasks = run.newTasks(len(sr.Tasks))[:len(sr.Tasks)]
 	for i, st := range sr.Tasks {
 		t := &Task{Run: run, Index: i, SpecIndex: st.SpecIndex, Name: st.Name, Seq: st.Seq, Status: st.Status,

@@ -128,7 +128,6 @@ type Workflow struct {
 type Run struct {
 	ID        string
 	Workflow  string
-	Trigger   string // api, cli, cron
 	Status    RunStatus
 	Spec      *workflow.Spec // the pinned version, shared and immutable
 	Params    map[string]string
@@ -155,30 +154,48 @@ type Run struct {
 	parkedAt  *Task    // derived: its first task parked behind its workflow (ready.go), nil when none is
 	one       [1]*Task // Tasks' array for a run of one task: no allocation of its own
 
-	// *runMore is &noRunMore for a run not started, triggered without a
-	// key and not by cron: most waiting runs share it (issue 27). Every
-	// write to it goes after s.touchRun(run), which gives the run its own.
+	// *runMore is shared by the runs not started, triggered without a key
+	// and not by cron, of each usual trigger: most waiting runs (issue 27).
+	// Every write to it goes after s.touchRun(run), which gives the run
+	// its own.
 	*runMore
 }
 
-// runMore is what only some runs have: from their trigger, or once they
-// started. Its fields are promoted: read them as the run's.
+// runMore is a run's trigger and what only some runs have: from their
+// trigger, or once they started. Its fields are promoted: read them as
+// the run's.
 type runMore struct {
+	Trigger     string // api, cli, cron
 	IdemKey     string // the trigger's Idempotency-Key, if any
 	ScheduledAt int64  // the fire time of a cron run
 	StartedAt   int64
 	FinishedAt  int64
+	shared      bool // one of sharedRunMore: never written (checkNoEnd)
 }
 
-// noRunMore is the runMore of every run that has none: never written
-// (checkNoEnd).
-var noRunMore runMore
+// sharedTriggers are the usual triggers; sharedMores the runMores of the
+// runs that have nothing more than one of them, one for each, and
+// sharedRunMore the same by trigger.
+var (
+	sharedTriggers = [...]string{"", "api", "cli", "cron", "retry", "test", "bench", "ork"}
+	sharedMores    [len(sharedTriggers)]runMore
+	sharedRunMore  = map[string]*runMore{}
+)
 
-// newRunMore returns the shared noRunMore for a zero runMore, else a new
-// one.
+func init() {
+	for i, tr := range sharedTriggers {
+		sharedMores[i] = runMore{Trigger: tr, shared: true}
+		sharedRunMore[tr] = &sharedMores[i]
+	}
+}
+
+// newRunMore returns the shared runMore equal to m, if there is one, else
+// a new one.
 func newRunMore(m runMore) *runMore {
-	if m == (runMore{}) {
-		return &noRunMore
+	if m.IdemKey == "" && m.ScheduledAt == 0 && m.StartedAt == 0 && m.FinishedAt == 0 {
+		if p := sharedRunMore[m.Trigger]; p != nil {
+			return p
+		}
 	}
 	return &m
 }
