@@ -500,7 +500,8 @@ func restoreRun(sr SnapRun, spec *workflow.Spec) *Run {
 			PID: st.PID, StartTime: st.StartTime, ExitCode: st.ExitCode, Error: st.Error, Output: st.Output,
 			DispatchedAt: st.DispatchedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt, Attempts: st.Attempts}
 		if !end.zero() {
-			t.taskEnd = &end
+			t.taskEnd = new(taskEnd)
+			*t.taskEnd = end
 		}
 		run.Tasks[i] = t
 	}

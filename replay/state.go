@@ -197,7 +197,9 @@ func newRunMore(m runMore) *runMore {
 			return p
 		}
 	}
-	return &m
+	own := new(runMore) // not &m: m would go to the heap for every run
+	*own = m
+	return own
 }
 
 // newTasks returns an empty Tasks of capacity n for run.
