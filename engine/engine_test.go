@@ -670,7 +670,7 @@ func TestStartedRidesTheNextFrame(t *testing.T) {
 func TestQuietStartedCommittedAfterTheDelay(t *testing.T) {
 	dir := t.TempDir()
 	m := newManual(t, dir)
-	e := openStartedDelay(t, dir, m, 20 * time.Millisecond)
+	e := openStartedDelay(t, dir, m, 20*time.Millisecond)
 	defer e.Close()
 	put(t, e, flat("one", 1))
 	id := trigger(t, e, "one")
