@@ -211,12 +211,20 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func openEngine(t *testing.T, dir string, ex executors.Executor, maxConc int) *Engine {
 	t.Helper()
+	e := openStopped(t, dir, ex, maxConc)
+	e.Start()
+	return e
+}
+
+// openStopped opens an engine as openEngine does, without starting it
+// (for a test that sets its hooks first).
+func openStopped(t *testing.T, dir string, ex executors.Executor, maxConc int) *Engine {
+	t.Helper()
 	e, err := Open(Config{DataDir: dir, MaxConcurrent: maxConc, Clock: &fakeClock{}, Logger: quiet,
 		Executors: map[string]executors.Executor{"process": ex, "noop": executors.Noop{}}})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	e.Start()
 	return e
 }
 
