@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/orkwal/orkwal/wal"
@@ -214,5 +216,31 @@ func waitCommands(t *testing.T, e *Engine, n int) {
 			t.Fatalf("%d commands in the inbox, want %d", got, n)
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestScratchIsFlat: an attempt's contract files sit side by side in
+// work/, named after its run: starting a run's first task creates no
+// folder (a new inode costs as much CPU as the spawn on this machine's
+// ext4), and the task still writes its output at ORKWAL_OUTPUT.
+func TestScratchIsFlat(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, executors.NewProcess(executors.ProcessConfig{}), 2)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "out", Tasks: []*workflow.Task{
+		{Name: "a", Executor: "process", Command: []string{"sh", "-c", `echo '"done"' > "$ORKWAL_OUTPUT"`}}}})
+	id := trigger(t, e, "out")
+	waitFor(t, e, "run finished", finished(e, id))
+	if tv := taskView(e, id, "a"); tv.Status != "success" || string(tv.Output) != `"done"` {
+		t.Fatalf("task %s with output %s, want success with \"done\"", tv.Status, tv.Output)
+	}
+	des, err := os.ReadDir(filepath.Join(dir, "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, de := range des { // files: the attempt's, if not removed yet, and the shared empty input
+		if de.IsDir() {
+			t.Errorf("work/ holds the folder %s", de.Name())
+		}
 	}
 }

@@ -81,6 +81,8 @@ func BenchmarkDaguEngine(b *testing.B) {
 			b.ReportMetric(eng.Seconds()/float64(b.N), "engine-s")
 			b.ReportMetric(float64(eng)/float64(floor), "ratio")
 			b.ReportMetric(float64(engCPU)/float64(floorCPU), "cpu-ratio")
+			b.ReportMetric(engCPU.Seconds()/float64(b.N), "engine-cpu-s")
+			b.ReportMetric(floorCPU.Seconds()/float64(b.N), "floor-cpu-s")
 			ph.report(b)
 		})
 	}

@@ -326,14 +326,18 @@ func (e *Engine) removeOld(prev uint64) {
 	wal.SyncDir(Layout(e.cfg.DataDir).Snapshots())
 }
 
-// removePruned removes the logs/ and work/ folders of runs whose
-// runs_pruned record is durable. A crash before it ends leaves folders that
-// boot removes (sweepRunFolders).
+// removePruned removes the logs/ folders and the work/ scratch of runs
+// whose runs_pruned record is durable. A crash before it ends leaves files
+// that boot removes (sweepRunFolders).
 func (e *Engine) removePruned(pruned []string) {
+	l := Layout(e.cfg.DataDir)
+	gone := make(map[string]bool, len(pruned))
 	for _, id := range pruned {
-		for _, dir := range Layout(e.cfg.DataDir).RunFolders() {
-			os.RemoveAll(filepath.Join(dir, id))
-		}
+		os.RemoveAll(filepath.Join(l.logs(), id))
+		gone[id] = true
+	}
+	if len(gone) > 0 {
+		l.removeRunScratch(func(run string) bool { return gone[run] })
 	}
 }
 

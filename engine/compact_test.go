@@ -176,12 +176,28 @@ func retainedRuns(t *testing.T, dir string, n int, each func(id string)) (*Engin
 	return e, ids
 }
 
+// leaveScratch leaves in work/ the output file of an attempt of a run, as
+// a crash between the attempt's end and the removal of its scratch does
+// (attempt 9: not one the run's own removals reach meanwhile).
+func leaveScratch(dir string) func(id string) {
+	return func(id string) { os.WriteFile(leftScratch(dir, id), []byte("{}"), 0o600) }
+}
+
+func leftScratch(dir, id string) string {
+	return Layout(dir).Scratch(id, "a", 9) + ".output.json"
+}
+
 func TestRetentionPrunesRunsAndTheirLogs(t *testing.T) {
 	dir := t.TempDir()
-	e, ids := retainedRuns(t, dir, 5, nil)
+	e, ids := retainedRuns(t, dir, 5, leaveScratch(dir))
 	stopLoop(e)
 	if err := e.Compact(); err != nil {
 		t.Fatal(err)
+	}
+	for i, id := range ids { // the compaction removed the pruned runs' scratch
+		if _, err := os.Stat(leftScratch(dir, id)); (i >= 3) != (err == nil) {
+			t.Errorf("run %d: kept=%v but its scratch file: %v", i, i >= 3, err)
+		}
 	}
 	release(e)
 	e2 := openCompacting(t, dir, -1, 2)

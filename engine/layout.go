@@ -2,8 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Layout is a data folder, the one place that names where each of its files
@@ -14,7 +18,7 @@ import (
 //	wal/                                  the log's segments
 //	snapshots/snapshot-<index>.snap       snapshots, index zero-padded to 20 digits
 //	logs/<run>/<task>/<attempt>.log       task output (and its .ring, .tail)
-//	work/<run>/<task>.<attempt>.*         an attempt's contract files
+//	work/<run>.<task>.<attempt>.*         an attempt's contract files
 //	work/input-empty.json                 the input of every attempt whose input is empty
 //
 // The value is the folder's path.
@@ -44,24 +48,60 @@ func (l Layout) Snapshot(index uint64) string {
 	return l.path("snapshots", fmt.Sprintf("%s%020d%s", snapshotPrefix, index, snapshotExt))
 }
 
-// RunFolders are the folders holding one subfolder per run, removed with
-// the run.
-func (l Layout) RunFolders() []string { return []string{l.path("logs"), l.path("work")} }
+// logs is the folder of the runs' log folders, removed with their runs.
+func (l Layout) logs() string { return l.path("logs") }
+
+// work is the folder of the attempts' scratch files (see Scratch).
+func (l Layout) work() string { return l.path("work") }
 
 // AttemptLog is where an attempt's stdout and stderr go. task is the task's
 // key within its run ("process" or "process[3]").
 func (l Layout) AttemptLog(run, task string, attempt int) string {
-	return l.path("logs", run, task, strconv.Itoa(attempt)+".log")
+	return filepath.Join(l.logs(), run, task, strconv.Itoa(attempt)+".log")
 }
 
 // Scratch is the path prefix of an attempt's contract files (see
-// executors.Job.Scratch): in the run's folder, so that starting a task
-// creates files there and no folder.
+// executors.Job.Scratch): side by side in work/, named after the run, so
+// that starting a task creates no folder (creating one is a new inode, as
+// much CPU as the spawn on some filesystems: one per run for runs of one
+// task). scratchRun tells the run of a name there.
 func (l Layout) Scratch(run, task string, attempt int) string {
-	return l.path("work", run, task+"."+strconv.Itoa(attempt))
+	return filepath.Join(l.work(), run+"."+task+"."+strconv.Itoa(attempt))
+}
+
+// scratchRun is the run whose scratch file (or run folder, for data folders
+// written before Scratch was flat) has this name in work/, if the name is
+// one: a run id (a UUID) alone or followed by a dot.
+func scratchRun(name string) (string, bool) {
+	run, _, _ := strings.Cut(name, ".")
+	if uuid.Validate(run) != nil {
+		return "", false
+	}
+	return run, true
+}
+
+// removeRunScratch removes what work/ holds of the given runs: their
+// folders (data folders written before Scratch was flat) and their scratch
+// files (an attempt's are removed when it ends; those of an attempt whose
+// end a crash cut short stay until its run goes). One listing of work/,
+// which holds only the files of attempts in flight and such leftovers.
+func (l Layout) removeRunScratch(gone func(run string) bool) (removed int, err error) {
+	des, err := os.ReadDir(l.work())
+	if err != nil {
+		return 0, nil // none yet
+	}
+	for _, de := range des {
+		if run, ok := scratchRun(de.Name()); ok && gone(run) {
+			if rerr := os.RemoveAll(filepath.Join(l.work(), de.Name())); rerr != nil && err == nil {
+				err = rerr
+			}
+			removed++
+		}
+	}
+	return removed, err
 }
 
 // EmptyInput is the input file shared by the attempts whose input is the
 // empty document (no params, inputs, upstream or item: see
 // executors.Job.InputFile), so that they create no input file each.
-func (l Layout) EmptyInput() string { return l.path("work", "input-empty.json") }
+func (l Layout) EmptyInput() string { return filepath.Join(l.work(), "input-empty.json") }

@@ -63,9 +63,12 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
 			e, ids := retainedRuns(t, dir, 5, func(id string) {
-				// scratch an interrupted attempt would leave behind
+				// scratch an interrupted attempt would leave behind, in
+				// a run folder (data folders written before scratch was
+				// flat) and beside the others
 				os.MkdirAll(filepath.Join(dir, "work", id), 0o755)
 				os.WriteFile(filepath.Join(dir, "work", id, "a.1.input.json"), []byte("{}"), 0o644)
+				leaveScratch(dir)(id)
 			})
 			stopLoop(e)
 			crashAt := errors.New("crash at " + step)
@@ -88,8 +91,9 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 				_, err := e2.Run(id)
 				_, logErr := os.Stat(filepath.Join(dir, "logs", id))
 				_, workErr := os.Stat(filepath.Join(dir, "work", id))
-				if kept := i >= 3; kept != (err == nil) || kept != (logErr == nil) || kept != (workErr == nil) {
-					t.Errorf("run %d: kept=%v but run err %v, logs/ err %v, work/ err %v", i, kept, err, logErr, workErr)
+				_, scratchErr := os.Stat(leftScratch(dir, id))
+				if kept := i >= 3; kept != (err == nil) || kept != (logErr == nil) || kept != (workErr == nil) || kept != (scratchErr == nil) {
+					t.Errorf("run %d: kept=%v but run err %v, logs/ err %v, work/ err %v, scratch err %v", i, kept, err, logErr, workErr, scratchErr)
 				}
 			}
 		})

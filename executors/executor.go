@@ -72,9 +72,9 @@ type Job struct {
 	// Scratch is the path prefix of this attempt's contract files:
 	// Scratch+".input.json" (ORKWAL_INPUT), Scratch+".output.json"
 	// (ORKWAL_OUTPUT), and the python executor's own (see Python). The
-	// executor creates them, and their folder if it is missing; they sit
-	// side by side in one folder per run, so that starting a task creates
-	// no folder (see RemoveScratch).
+	// executor creates them, and their folder if it is missing; the
+	// engine puts those of every attempt side by side in one folder, so
+	// that starting a task creates no folder (see RemoveScratch).
 	Scratch string
 	// MaxOutputBytes caps what the task may write to ORKWAL_OUTPUT (and,
 	// for HTTP, the response body taken as output). 0 = no cap (HTTP then

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// An attempt's contract files live side by side in its run's folder (see
-// Job.Scratch). Every creation or removal of a name takes the folder's lock
-// in the kernel, and the attempts of a run share that folder: with
+// An attempt's contract files live side by side with other attempts' in
+// one folder (see Job.Scratch). Every creation or removal of a name takes
+// the folder's lock in the kernel, and the attempts share that folder: with
 // thousands of short tasks, a file created and removed per attempt cost
 // more CPU than the spawn (2,000 `true` tasks at concurrency 16: about
 // 320 µs an attempt, contended, of 560; the spawn took 160). So what an
@@ -69,7 +69,7 @@ func prepareScratch(job Job) (attemptFiles, error) {
 }
 
 // shareInput returns the absolute path of the shared input file path,
-// holding data (see sharedInputs), once the run's scratch folder dir
+// holding data (see sharedInputs), once the attempt's scratch folder dir
 // exists (the task may write its output there).
 func shareInput(path string, data []byte, dir string) (string, error) {
 	abs, err := filepath.Abs(path)
@@ -201,9 +201,8 @@ var scratchSuffixes = [...]string{inputSuffix, outputSuffix, pythonSpecSuffix, e
 // RemoveScratch removes an attempt's scratch files (those of Job.Scratch
 // prefix), whichever exist; a folder a task made in the place of one (say
 // at ORKWAL_OUTPUT) goes whole. Files already gone, or no prefix (""), are
-// no error. The run's folder that holds them is left: the files of its other
-// attempts may be there, and it goes with the run's other folders (see
-// engine's sweep).
+// no error. The folder that holds them is left: other attempts' files may
+// be there.
 func RemoveScratch(prefix string) error {
 	if prefix == "" {
 		return nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/wal"
@@ -197,7 +198,7 @@ func (d *diskStats) String() string {
 type diskUsage struct {
 	wal, snapshots, logs, work, total int64
 	snapFiles, tmpFiles               int
-	runFolders                        map[string]string // logs/<run> and work/<run> → "logs" or "work"
+	runFolders                        map[string]string // logs/<run>, work/<run> and work/<run>.* → the run
 }
 
 func measure(dataDir string) diskUsage {
@@ -220,6 +221,9 @@ func measure(dataDir string) diskUsage {
 		}
 		n := info.Size()
 		u.total += n
+		if run, _, _ := strings.Cut(parts[len(parts)-1], "."); len(parts) == 2 && parts[0] == "work" && uuid.Validate(run) == nil {
+			u.runFolders[rel] = run // an attempt's scratch file: <run>.<task>.<attempt>.*
+		}
 		switch parts[0] {
 		case "wal":
 			u.wal += n
@@ -260,7 +264,8 @@ func measure(dataDir string) diskUsage {
 //     compaction removes them: reported, not bounded), plus at most one
 //     .tmp; at the end two at most and no .tmp, so at most 2 × the largest
 //     snapshot;
-//   - at the end, logs/ and work/ hold only folders of retained runs, and
+//   - at the end, logs/ and work/ hold only folders and files of retained
+//     runs, and
 //     retention keeps at most --keep-runs finished runs per workflow: the
 //     task logs are those of retained runs only (nothing leaks from runs
 //     pruned by a compaction a kill interrupted).
@@ -314,7 +319,7 @@ func (k *kill9) checkDisk(final bool) diskUsage {
 	}
 	if len(leaked) > 0 {
 		sort.Strings(leaked)
-		k.fatalf("disk bound after the clean stop: %d folders of runs that are not retained (pruned or unknown): %v", len(leaked), leaked[:min(len(leaked), 10)])
+		k.fatalf("disk bound after the clean stop: %d folders or scratch files of runs that are not retained (pruned or unknown): %v", len(leaked), leaked[:min(len(leaked), 10)])
 	}
 	perWF := map[string]int{}
 	for _, r := range k.tail.st.RunList {
