@@ -10,9 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -249,94 +247,6 @@ func openLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	return f, nil
-}
-
-// buildEnv returns the child's environment: base (the daemon's, less its
-// TRACEPARENT), PWD when the task has its own workdir, the contract
-// variables, TRACEPARENT (unless job.Env sets it), then job.Env in key
-// order. exec.Cmd keeps the last value of a duplicated key, so each layer
-// overrides the previous one and job.Env wins.
-func buildEnv(base []string, job Job, files attemptFiles) []string {
-	env := make([]string, 0, len(base)+21+len(job.Env))
-	for _, kv := range base {
-		// The daemon's own trace context is not the task's.
-		if !strings.HasPrefix(kv, "TRACEPARENT=") {
-			env = append(env, kv)
-		}
-	}
-	if job.Workdir != "" {
-		// What exec.Cmd does by itself when Env is nil: keep PWD truthful.
-		if wd, err := filepath.Abs(job.Workdir); err == nil {
-			env = append(env, "PWD="+wd)
-		}
-	}
-	env = append(env, contractEnv(job, files.input, files.output)...)
-	if _, own := job.Env["TRACEPARENT"]; !own {
-		env = append(env, "TRACEPARENT="+traceparentOf(job))
-	}
-	keys := make([]string, 0, len(job.Env))
-	for k := range job.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, k+"="+job.Env[k])
-	}
-	return env
-}
-
-// contractEnv returns the task-contract variables as KEY=VALUE: each under
-// the ORKWAL_ prefix, the same again under ORK_ but for INPUT and OUTPUT
-// (Ork has no such variables: its output is a line of stdout), then Ork's
-// own (orkEnv).
-func contractEnv(job Job, inputPath, outputPath string) []string {
-	vars := []struct{ suffix, value string }{
-		{"RUN_ID", job.RunID},
-		{"TASK_ID", job.TaskID},
-		{"TASK_NAME", job.TaskName},
-		{"WORKFLOW", job.Workflow},
-		{"ATTEMPT", strconv.Itoa(job.Attempt)},
-		{"PARALLEL_INDEX", strconv.Itoa(job.ParallelIndex)},
-		{"PARALLEL_COUNT", strconv.Itoa(job.ParallelCount)},
-		{"INPUT", inputPath},
-		{"OUTPUT", outputPath},
-	}
-	env := make([]string, 0, 2*len(vars)+10)
-	for _, v := range vars {
-		env = append(env, "ORKWAL_"+v.suffix+"="+v.value)
-	}
-	for _, v := range vars[:len(vars)-2] {
-		env = append(env, "ORK_"+v.suffix+"="+v.value)
-	}
-	return orkEnv(env, job)
-}
-
-// maxInputJSONEnv bounds ORK_INPUT_JSON: Linux refuses to start a program
-// with one variable longer than 128 KiB (MAX_ARG_STRLEN). Larger inputs
-// are read from ORKWAL_INPUT.
-const maxInputJSONEnv = 128<<10 - len("ORK_INPUT_JSON=") - 1
-
-// orkEnv appends the variables Ork gives a task: ORK_WORKFLOW_NAME,
-// ORK_INPUT_JSON (the resolved inputs), EXECUTION_ID (the attempt's
-// identity) and the task's parameters under their own names.
-func orkEnv(env []string, job Job) []string {
-	inputs := job.Ork.Inputs
-	if len(inputs) == 0 {
-		inputs = []byte("{}")
-	}
-	env = append(env, "ORK_WORKFLOW_NAME="+job.Workflow)
-	if len(inputs) <= maxInputJSONEnv {
-		env = append(env, "ORK_INPUT_JSON="+string(inputs))
-	}
-	env = append(env, "EXECUTION_ID="+job.TaskID+":"+strconv.Itoa(job.Attempt),
-		"task_index="+strconv.Itoa(job.Ork.TaskIndex), "task_name="+job.TaskName,
-		"workflow_name="+job.Workflow, "run_id="+job.RunID,
-		"max_retries="+strconv.Itoa(job.Ork.MaxRetries),
-		"timeout_seconds="+strconv.FormatInt(int64(job.Ork.Timeout/time.Second), 10))
-	if job.Ork.Command != "" {
-		env = append(env, "command="+job.Ork.Command)
-	}
-	return env
 }
 
 // finishEvent builds the Finished event from the reaped status (or the
