@@ -30,6 +30,9 @@ const (
 	// defaultHeartbeat is how often an idle stream gets a comment line, so
 	// that proxies do not close it.
 	defaultHeartbeat = 15 * time.Second
+	// writeChunk bounds a stream's write buffer: a burst larger than it
+	// is written in several writes, flushed once.
+	writeChunk = 64 << 10
 )
 
 // WithMaxSubscribers bounds the /events streams served at once (n >= 1).
@@ -210,21 +213,28 @@ func (s *Server) followEvents(st *sseWriter, sub *engine.Subscription, r *http.R
 }
 
 // sseWriter writes server-sent events, each write under its own deadline.
+// A stream's cost per event is small and allocates nothing: the frames
+// are made once for every stream (EventBatch.Framed), a stream keeps runs
+// of them (spans), and flush copies them into one write.
 type sseWriter struct {
 	w      http.ResponseWriter
 	rc     *http.ResponseController
 	filter eventFilter
 	buf    []byte
-	// pending are the events added since the last flush, framed by it;
-	// with filter.latest, slot is where each task's latest one is, and an
-	// earlier one of the same task is left out (gone).
-	pending []pendingEvent
-	slot    map[taskKey]int
+	// pending are the spans added since the last flush, sent by it; with
+	// filter.latest, a task's event is a span of its own, slot is where
+	// each task's latest one is, and an earlier one is left out (gone).
+	pending []span
+	slot    map[uint64]int // by Event.TaskSeq
 }
 
-type pendingEvent struct {
-	frame []byte // shared by every stream (EventBatch.Framed)
-	gone  bool
+// span is a run of consecutive frames of one batch: all[from:to].
+type span struct {
+	batch    *engine.EventBatch
+	all      []byte // the batch's frames, shared by every stream (EventBatch.Framed)
+	from, to int
+	alone    bool // a task's event under filter.latest: never extended
+	gone     bool
 }
 
 // frameEvent is an event as every stream sends it.
@@ -232,36 +242,55 @@ func frameEvent(dst []byte, ev *engine.Event, data []byte) []byte {
 	return appendEvent(dst, ev.ID, "", data)
 }
 
-type taskKey struct{ run, task string }
-
 // batch sends the events of b that the filter selects, then flushes.
 func (st *sseWriter) batch(b *engine.EventBatch) error {
 	st.add(b)
 	return st.flush()
 }
 
-// add frames the events of b that the filter selects, to be sent by flush.
+// add gathers the events of b that the filter selects, to be sent by
+// flush. A stream with no filter takes the batch whole.
 func (st *sseWriter) add(b *engine.EventBatch) {
-	var data [][]byte
+	if len(b.Events) == 0 {
+		return
+	}
+	if st.filter == (eventFilter{}) {
+		fr := b.Framed(frameEvent)
+		st.pending = append(st.pending, span{batch: b, all: fr.All, to: len(fr.All)})
+		return
+	}
+	var fr engine.Frames
 	for i := range b.Events {
 		ev := &b.Events[i]
 		if !st.filter.match(ev) {
 			continue
 		}
-		if data == nil {
-			data = b.Framed(frameEvent)
+		if fr.Ends == nil {
+			fr = b.Framed(frameEvent)
 		}
+		from, to := fr.Start(i), fr.Ends[i]
 		if st.filter.latest && ev.Task != "" {
-			k := taskKey{ev.Run, ev.Task}
-			if j, ok := st.slot[k]; ok {
-				st.pending[j].gone = true
-			} else if st.slot == nil {
-				st.slot = map[taskKey]int{}
-			}
-			st.slot[k] = len(st.pending)
+			st.supersede(ev.TaskSeq)
+			st.pending = append(st.pending, span{batch: b, all: fr.All, from: from, to: to, alone: true})
+			continue
 		}
-		st.pending = append(st.pending, pendingEvent{frame: data[i]})
+		if n := len(st.pending); n > 0 && !st.pending[n-1].alone && st.pending[n-1].batch == b && st.pending[n-1].to == from {
+			st.pending[n-1].to = to
+			continue
+		}
+		st.pending = append(st.pending, span{batch: b, all: fr.All, from: from, to: to})
 	}
+}
+
+// supersede marks the pending event of task seq gone, if any: the one
+// about to be added is its latest.
+func (st *sseWriter) supersede(seq uint64) {
+	if j, ok := st.slot[seq]; ok {
+		st.pending[j].gone = true
+	} else if st.slot == nil {
+		st.slot = map[uint64]int{}
+	}
+	st.slot[seq] = len(st.pending)
 }
 
 // drain adds every batch already waiting; false when the subscription
@@ -281,29 +310,42 @@ func (st *sseWriter) drain(sub *engine.Subscription) bool {
 	}
 }
 
-// flush sends what add gathered.
+// flush sends what add gathered: written out in chunks of writeChunk
+// bytes, so that a stream's buffer stays small (and in the cache), then
+// flushed once.
 func (st *sseWriter) flush() error {
-	size := len(st.buf)
-	for _, p := range st.pending {
-		size += len(p.frame)
-	}
-	if size > cap(st.buf) {
-		st.buf = append(make([]byte, 0, size), st.buf...)
-	}
+	var err error
 	for i, p := range st.pending {
-		if !p.gone {
-			st.buf = append(st.buf, p.frame...)
+		if !p.gone && err == nil {
+			err = st.put(p.all[p.from:p.to])
 		}
-		st.pending[i] = pendingEvent{}
+		st.pending[i] = span{}
 	}
 	st.pending = st.pending[:0]
 	clear(st.slot)
-	if len(st.buf) == 0 {
-		return nil
+	if err == nil && len(st.buf) > 0 {
+		err = st.send(st.buf)
 	}
-	err := st.send(st.buf)
 	st.buf = st.buf[:0]
 	return err
+}
+
+// put adds b to what flush sends, writing out each chunk it fills.
+func (st *sseWriter) put(b []byte) error {
+	for len(b) > 0 {
+		if len(st.buf) == writeChunk {
+			if err := st.write(st.buf); err != nil {
+				return err
+			}
+			st.buf = st.buf[:0]
+		}
+		n := min(len(b), writeChunk-len(st.buf))
+		if len(st.buf)+n > cap(st.buf) { // grows to writeChunk at most
+			st.buf = append(make([]byte, 0, min(writeChunk, max(2*cap(st.buf), len(st.buf)+n))), st.buf...)
+		}
+		st.buf, b = append(st.buf, b[:n]...), b[n:]
+	}
+	return nil
 }
 
 // ended says why a subscription ended, if the stream fell behind.
@@ -320,12 +362,19 @@ func (st *sseWriter) event(id, name string, data []byte) error {
 
 func (st *sseWriter) comment(text string) error { return st.send([]byte(": " + text + "\n\n")) }
 
+// send writes b and flushes it to the client.
 func (st *sseWriter) send(b []byte) error {
-	st.rc.SetWriteDeadline(time.Now().Add(streamWriteStall))
-	if _, err := st.w.Write(b); err != nil {
+	if err := st.write(b); err != nil {
 		return err
 	}
 	return st.rc.Flush()
+}
+
+// write writes b (without flushing) under its deadline.
+func (st *sseWriter) write(b []byte) error {
+	st.rc.SetWriteDeadline(time.Now().Add(streamWriteStall))
+	_, err := st.w.Write(b)
+	return err
 }
 
 // appendEvent frames one event: data holds no newline (it is compact JSON).

@@ -15,12 +15,12 @@ import (
 func TestEventsLatest(t *testing.T) {
 	batch := func() *engine.EventBatch {
 		return &engine.EventBatch{Events: []engine.Event{
-			{ID: "1.0", Type: "task_dispatched", Run: "r", Task: "a"},
+			{ID: "1.0", Type: "task_dispatched", Run: "r", Task: "a", TaskSeq: 1},
 			{ID: "1.1", Type: "run_started", Run: "r"},
-			{ID: "2.0", Type: "task_started", Run: "r", Task: "a"},
-			{ID: "2.1", Type: "task_dispatched", Run: "r", Task: "b"},
-			{ID: "3.0", Type: "task_finished", Run: "r", Task: "a"},
-			{ID: "3.1", Type: "task_dispatched", Run: "s", Task: "a"},
+			{ID: "2.0", Type: "task_started", Run: "r", Task: "a", TaskSeq: 1},
+			{ID: "2.1", Type: "task_dispatched", Run: "r", Task: "b", TaskSeq: 2},
+			{ID: "3.0", Type: "task_finished", Run: "r", Task: "a", TaskSeq: 1},
+			{ID: "3.1", Type: "task_dispatched", Run: "s", Task: "a", TaskSeq: 3},
 		}}
 	}
 	ids := func(latest bool) string {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -43,6 +42,9 @@ type Event struct {
 	Paused   *bool     `json:"paused,omitempty"` // schedule_paused
 	At       time.Time `json:"at"`
 	Pos      EventPos  `json:"-"`
+	// TaskSeq is a task event's task identity (its creation order across
+	// runs): cheaper to compare than Run and Task. 0 when Task is "".
+	TaskSeq uint64 `json:"-"`
 }
 
 // EventPos is a position in the log: an entry's index and a record's
@@ -196,7 +198,7 @@ func eventOf(st *replay.State, r replay.Record) (Event, bool) {
 func taskEvent(st *replay.State, ref replay.TaskRef, k replay.Kind, attempt int, status string, at int64) Event {
 	ev := Event{Type: k.String(), Run: ref.Run, Attempt: attempt, Status: status, At: ts(at)}
 	if t, err := st.Task(ref); err == nil {
-		ev.Workflow, ev.Task = t.Run.Workflow, t.Key()
+		ev.Workflow, ev.Task, ev.TaskSeq = t.Run.Workflow, t.Key(), t.Seq
 	}
 	return ev
 }
@@ -213,27 +215,37 @@ func runEvent(st *replay.State, id, wf, typ, status string, at int64) Event {
 type EventBatch struct {
 	Events []Event
 	once   sync.Once
-	framed [][]byte
+	framed Frames
+}
+
+// Frames is a batch's events framed one after another in All: event i is
+// All[Start(i):Ends[i]], so that a run of events is one slice of All.
+type Frames struct {
+	All  []byte
+	Ends []int
+}
+
+// Start is where event i's frame begins in All.
+func (f Frames) Start(i int) int {
+	if i == 0 {
+		return 0
+	}
+	return f.Ends[i-1]
 }
 
 // Framed returns each event as frame makes it from its JSON encoding
 // (GET /events: an SSE event), made on the first call, in one array.
 // Every caller passes the same frame.
-func (b *EventBatch) Framed(frame func(dst []byte, ev *Event, data []byte) []byte) [][]byte {
+func (b *EventBatch) Framed(frame func(dst []byte, ev *Event, data []byte) []byte) Frames {
 	b.once.Do(func() {
-		var all []byte
 		ends := make([]int, len(b.Events))
+		var all, data []byte
 		for i := range b.Events {
-			data, _ := json.Marshal(&b.Events[i]) // an Event always encodes
+			data = AppendEventJSON(data[:0], &b.Events[i])
 			all = frame(all, &b.Events[i], data)
 			ends[i] = len(all)
 		}
-		b.framed = make([][]byte, len(b.Events))
-		start := 0
-		for i, end := range ends {
-			b.framed[i] = all[start:end:end]
-			start = end
-		}
+		b.framed = Frames{All: all[:len(all):len(all)], Ends: ends}
 	})
 	return b.framed
 }
@@ -305,7 +317,7 @@ func (e *Engine) publish(index uint64, recs []replay.Record) {
 	if len(b.subs) == 0 {
 		return
 	}
-	evs := eventsOf(e.state, index, recs, nil)
+	evs := eventsOf(e.state, index, recs, make([]Event, 0, len(recs)+1))
 	if len(evs) == 0 {
 		return
 	}
@@ -387,7 +399,7 @@ func (e *Engine) EventsAfter(pos EventPos, upto uint64, fn func(*EventBatch) err
 			recs = append(recs, r)
 		}
 		e.mu.RLock()
-		evs := eventsOf(e.state, index, recs, nil)
+		evs := eventsOf(e.state, index, recs, make([]Event, 0, len(recs)+1))
 		e.mu.RUnlock()
 		evs = after(evs, pos)
 		if len(evs) > 0 {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/orkwal/orkwal/replay/workflow"
 )
@@ -278,7 +279,7 @@ func (t *Task) Key() string {
 	if t.Parent < 0 {
 		return t.Name
 	}
-	return fmt.Sprintf("%s[%d]", t.Name, t.Instance)
+	return t.Name + "[" + strconv.Itoa(t.Instance) + "]"
 }
 
 // ID is the task's stable identity, given to executors and the API.

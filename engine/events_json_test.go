@@ -1,0 +1,32 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// TestAppendEventJSON: the hand-written encoding of an event is the same
+// bytes as json.Marshal's, for every field set or not, strings that need
+// escapes, and times in and out of RFC 3339's range.
+func TestAppendEventJSON(t *testing.T) {
+	code, neg, yes, no := 0, -1, true, false
+	at := time.Date(2026, 11, 25, 1, 2, 3, 450000000, time.UTC)
+	events := []Event{
+		{},
+		{ID: "12.3", Type: "task_dispatched", Run: "r-1", Workflow: "wf", Task: "each[7]", Attempt: 2, Status: "dispatched", At: at, TaskSeq: 9},
+		{ID: "12.3.1", Type: "run_finished", Run: "r", Status: "failed", At: at.Add(time.Nanosecond)},
+		{ID: "1.0", Type: "task_finished", Task: "t", ExitCode: &code, Error: "", At: at},
+		{ID: "1.1", Type: "task_finished", ExitCode: &neg, Error: "exit <1> & \"quoted\" \\ tab\t nl\n ünïcödé \u2028 \x01 \xff", At: at},
+		{ID: "2", Type: "schedule_paused", Workflow: "w", Paused: &yes, At: at.In(time.FixedZone("x", 3600))},
+		{Type: "schedule_paused", Paused: &no, At: time.Unix(0, 0)},
+		{Type: "workflow_put", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Type: "workflow_put", At: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	for i := range events {
+		want, _ := json.Marshal(&events[i])
+		if got := AppendEventJSON([]byte("prefix"), &events[i]); string(got) != "prefix"+string(want) {
+			t.Errorf("event %d:\n got %s\nwant prefix%s", i, got, want)
+		}
+	}
+}
