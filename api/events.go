@@ -221,17 +221,20 @@ type sseWriter struct {
 	rc     *http.ResponseController
 	filter eventFilter
 	buf    []byte
-	// pending are the spans added since the last flush, sent by it; with
-	// filter.latest, a task's event is a span of its own, slot is where
-	// each task's latest one is, and an earlier one is left out (gone).
+	// frames are the frames of the batches added since the last flush
+	// (EventBatch.Framed's All, shared by every stream); pending are runs
+	// of them to send, free of pointers, so that adding an event writes a
+	// few words the collector need not look at. With filter.latest, a
+	// task's event is a span of its own, slot is where each task's latest
+	// one is, and an earlier one is left out (gone).
+	frames  [][]byte
 	pending []span
 	slot    map[uint64]int // by Event.TaskSeq
 }
 
-// span is a run of consecutive frames of one batch: all[from:to].
+// span is a run of consecutive frames of one batch: frames[batch][from:to].
 type span struct {
-	batch    *engine.EventBatch
-	all      []byte // the batch's frames, shared by every stream (EventBatch.Framed)
+	batch    int
 	from, to int
 	alone    bool // a task's event under filter.latest: never extended
 	gone     bool
@@ -255,8 +258,9 @@ func (st *sseWriter) add(b *engine.EventBatch) {
 		return
 	}
 	if st.filter == (eventFilter{}) {
-		fr := b.Framed(frameEvent)
-		st.pending = append(st.pending, span{batch: b, all: fr.All, to: len(fr.All)})
+		all := b.Framed(frameEvent).All
+		st.frames = append(st.frames, all)
+		st.pending = append(st.pending, span{batch: len(st.frames) - 1, to: len(all)})
 		return
 	}
 	var fr engine.Frames
@@ -267,18 +271,19 @@ func (st *sseWriter) add(b *engine.EventBatch) {
 		}
 		if fr.Ends == nil {
 			fr = b.Framed(frameEvent)
+			st.frames = append(st.frames, fr.All)
 		}
-		from, to := fr.Start(i), fr.Ends[i]
+		batch, from, to := len(st.frames)-1, fr.Start(i), fr.Ends[i]
 		if st.filter.latest && ev.Task != "" {
 			st.supersede(ev.TaskSeq)
-			st.pending = append(st.pending, span{batch: b, all: fr.All, from: from, to: to, alone: true})
+			st.pending = append(st.pending, span{batch: batch, from: from, to: to, alone: true})
 			continue
 		}
-		if n := len(st.pending); n > 0 && !st.pending[n-1].alone && st.pending[n-1].batch == b && st.pending[n-1].to == from {
+		if n := len(st.pending); n > 0 && !st.pending[n-1].alone && st.pending[n-1].batch == batch && st.pending[n-1].to == from {
 			st.pending[n-1].to = to
 			continue
 		}
-		st.pending = append(st.pending, span{batch: b, all: fr.All, from: from, to: to})
+		st.pending = append(st.pending, span{batch: batch, from: from, to: to})
 	}
 }
 
@@ -315,13 +320,13 @@ func (st *sseWriter) drain(sub *engine.Subscription) bool {
 // flushed once.
 func (st *sseWriter) flush() error {
 	var err error
-	for i, p := range st.pending {
+	for _, p := range st.pending {
 		if !p.gone && err == nil {
-			err = st.put(p.all[p.from:p.to])
+			err = st.put(st.frames[p.batch][p.from:p.to])
 		}
-		st.pending[i] = span{}
 	}
-	st.pending = st.pending[:0]
+	clear(st.frames) // the batches are not kept past their flush
+	st.frames, st.pending = st.frames[:0], st.pending[:0]
 	clear(st.slot)
 	if err == nil && len(st.buf) > 0 {
 		err = st.send(st.buf)
