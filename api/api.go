@@ -297,9 +297,7 @@ const maxRunWait = time.Minute
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	wait := r.URL.Query().Get("wait")
 	if wait == "" {
-		if run, ok := s.run(w, r); ok {
-			writeJSON(w, http.StatusOK, run)
-		}
+		s.writeAppended(w, r, s.eng.AppendRun)
 		return
 	}
 	d, err := time.ParseDuration(wait)
@@ -350,10 +348,7 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request, act func(stri
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	run, ok := s.run(w, r)
-	if ok {
-		writeJSON(w, http.StatusOK, run.Tasks)
-	}
+	s.writeAppended(w, r, s.eng.AppendTasks)
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) (engine.RunView, bool) {

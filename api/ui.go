@@ -83,19 +83,26 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, id string) {
 		s.serveUIFile(w, r, "index.html", nil)
 		return
 	}
-	run, err := s.eng.Run(id)
+	b := getJSONBuf()
+	defer putJSONBuf(b)
+	data, err := s.eng.AppendRun(b.compact[:0], id)
 	if err != nil {
 		s.serveUIFile(w, r, "index.html", nil)
 		return
 	}
-	data, err := json.Marshal(run)
-	if err != nil {
-		s.serveUIFile(w, r, "index.html", nil)
-		return
-	}
+	b.compact = data
 	s.serveUIFile(w, r, "index.html", func(page []byte) []byte {
-		tag := append(append([]byte(`<script type="application/json" id="initial-run">`), data...), "</script>\n</body>"...)
-		return bytes.Replace(page, []byte("</body>"), tag, 1)
+		i := bytes.Index(page, []byte("</body>"))
+		if i < 0 {
+			return page
+		}
+		b.out.Reset()
+		b.out.Write(page[:i])
+		b.out.WriteString(`<script type="application/json" id="initial-run">`)
+		b.out.Write(data)
+		b.out.WriteString("</script>\n</body>")
+		b.out.Write(page[i+len("</body>"):])
+		return b.out.Bytes()
 	})
 }
 

@@ -116,14 +116,10 @@ type AttemptView struct {
 	FinishedAt time.Time `json:"finished_at"`
 }
 
-func viewAttempts(ends []replay.AttemptEnd) []AttemptView {
-	if len(ends) == 0 {
-		return nil
-	}
-	out := make([]AttemptView, len(ends))
-	for i, a := range ends {
-		out[i] = AttemptView{Attempt: a.Attempt, Status: a.Status, ExitCode: a.ExitCode, Error: a.Error,
-			StartedAt: ts(a.StartedAt), FinishedAt: ts(a.FinishedAt)}
+func appendAttempts(out []AttemptView, ends []replay.AttemptEnd) []AttemptView {
+	for _, a := range ends {
+		out = append(out, AttemptView{Attempt: a.Attempt, Status: a.Status, ExitCode: a.ExitCode, Error: a.Error,
+			StartedAt: ts(a.StartedAt), FinishedAt: ts(a.FinishedAt)})
 	}
 	return out
 }
@@ -182,23 +178,44 @@ func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 }
 
 func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
+	var v TaskView
+	e.fillTask(&v, t, g, new(taskScratch))
+	return v
+}
+
+// taskScratch holds what a TaskView points to, so that a run's views can
+// be filled one after the other in one place (AppendRun) without a heap
+// object per time or number.
+type taskScratch struct {
+	notBefore, dispatched, started, finished time.Time
+	instance, exitCode                       int
+	attempts                                 []AttemptView
+}
+
+// fillTask sets v to t's view; v's pointers and attempts point into sc,
+// valid until sc's next use.
+func (e *Engine) fillTask(v *TaskView, t *replay.Task, g *gate, sc *taskScratch) {
 	spec := t.Spec()
-	v := TaskView{ID: t.ID(), Name: t.Key(), Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
+	*v = TaskView{ID: t.ID(), Name: t.Key(), Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
-		PID: t.PID, Error: t.Error, DispatchedAt: tsp(t.DispatchedAt), StartedAt: tsp(t.StartedAt),
-		FinishedAt: tsp(t.FinishedAt), NotBefore: tsp(t.NotBefore), WaitingOn: e.waitingOn(t, g),
-		AttemptHistory: viewAttempts(t.Attempts), Paused: t.Paused}
+		Error: t.Error, DispatchedAt: sc.at(&sc.dispatched, t.DispatchedAt), StartedAt: sc.at(&sc.started, t.StartedAt),
+		FinishedAt: sc.at(&sc.finished, t.FinishedAt), NotBefore: sc.at(&sc.notBefore, t.NotBefore), WaitingOn: e.waitingOn(t, g),
+		Paused: t.Paused}
+	sc.attempts = appendAttempts(sc.attempts[:0], t.Attempts)
+	if len(sc.attempts) > 0 {
+		v.AttemptHistory = sc.attempts
+	}
 	if t.Parent >= 0 {
-		i := t.Instance
-		v.Instance, v.DependsOn = &i, nil
+		sc.instance = t.Instance
+		v.Instance, v.DependsOn = &sc.instance, nil
 		v.Item = json.RawMessage(t.Item)
 	}
 	if t.Expanded {
 		v.Instances = len(t.Instances)
 	}
 	if t.Status == replay.Success || t.Status == replay.Failed {
-		code := t.ExitCode
-		v.ExitCode = &code
+		sc.exitCode = t.ExitCode
+		v.ExitCode = &sc.exitCode
 	}
 	if len(t.Output) > 0 {
 		v.Output = json.RawMessage(t.Output)
@@ -206,10 +223,16 @@ func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 	v.Inputs = resolvedInputs(t)
 	if t.AttemptInFlight() {
 		v.PID = t.PID
-	} else {
-		v.PID = 0
 	}
-	return v
+}
+
+// at is tsp with its time kept in *slot.
+func (sc *taskScratch) at(slot *time.Time, ns int64) *time.Time {
+	if ns == 0 {
+		return nil
+	}
+	*slot = ts(ns)
+	return slot
 }
 
 // Workflows lists the current workflows by name.

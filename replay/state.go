@@ -282,8 +282,21 @@ func (t *Task) Key() string {
 	return t.Name + "[" + strconv.Itoa(t.Instance) + "]"
 }
 
-// ID is the task's stable identity, given to executors and the API.
-func (t *Task) ID() string { return t.Run.ID + ":" + t.Key() }
+// appendKey appends Key() to dst.
+func (t *Task) appendKey(dst []byte) []byte {
+	dst = append(dst, t.Name...)
+	if t.Parent < 0 {
+		return dst
+	}
+	return append(strconv.AppendInt(append(dst, '['), int64(t.Instance), 10), ']')
+}
+
+// ID is the task's stable identity, given to executors and the API: one
+// allocation, as it is asked for per dispatch and per task of a run's view.
+func (t *Task) ID() string {
+	var b [128]byte
+	return string(t.appendKey(append(append(b[:0], t.Run.ID...), ':')))
+}
 
 // Priority is its definition's priority: higher is dispatched first.
 func (t *Task) Priority() int { return t.Spec().Priority }

@@ -1,0 +1,71 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"testing"
+)
+
+// TestRunJSONCostsLessThanItsBody: GET /runs/{id}, /runs/{id}/tasks and
+// the run's page of a 2,000-instance run allocate less than the body they
+// answer (issue 27: a monitor polling a big run made the daemon allocate
+// seven times its JSON a request), and the API's bodies are what
+// json.Encoder with the API's indent writes of the run's view.
+func TestRunJSONCostsLessThanItsBody(t *testing.T) {
+	d := startDaemon(t)
+	id := fanRun(d, 2000)
+	h := New(d.eng, quiet)
+	run, err := d.eng.Run(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want any // nil: the page
+	}{{"/runs/" + id, run}, {"/runs/" + id + "/tasks", run.Tasks}, {"/ui/runs/" + id, nil}} {
+		req := httptest.NewRequest("GET", "http://127.0.0.1"+c.path, nil)
+		w := &countingWriter{h: http.Header{}}
+		h.ServeHTTP(w, req) // warm: the buffers are kept between requests
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		const rounds = 5
+		for i := 0; i < rounds; i++ {
+			w.n = 0
+			h.ServeHTTP(w, req)
+		}
+		runtime.ReadMemStats(&after)
+		perRequest := (after.TotalAlloc - before.TotalAlloc) / rounds
+		if w.code != 200 || perRequest >= uint64(w.n) {
+			t.Errorf("%s: %d, %d bytes allocated a request for a body of %d", c.path, w.code, perRequest, w.n)
+		}
+		if c.want == nil {
+			continue
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		enc.Encode(c.want)
+		if !bytes.Equal(rec.Body.Bytes(), want.Bytes()) {
+			t.Errorf("%s: the body is not the view's indented JSON:\n%.2000s\nwant:\n%.2000s", c.path, rec.Body.Bytes(), want.Bytes())
+		}
+	}
+}
+
+// fanRun runs a fan-out of n noop instances to its end; its run id.
+func fanRun(d *daemon, n int) string {
+	d.put(fmt.Sprintf("name: fan\ntasks:\n  each: {executor: noop, parallel: %d}\n", n))
+	id := d.trigger("fan")
+	for {
+		ch := d.eng.Changed()
+		if s, _ := d.eng.RunStatus(id); s == "success" {
+			return id
+		}
+		<-ch
+	}
+}

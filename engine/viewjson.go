@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/orkwal/orkwal/replay"
+)
+
+// A big run's view is the API's biggest answer, and monitors poll it. So
+// AppendRun writes a run's JSON straight from the state into the caller's
+// buffer: no TaskView per task kept, no reflection for a task's fields.
+// The bytes are those of json.Marshal(RunView) (TestAppendRunIsMarshal).
+
+// AppendRun appends the compact JSON of run id's view with its tasks, as
+// json.Marshal writes it, to dst. It holds the read lock while it does:
+// the caller writes the bytes to the network afterwards.
+func (e *Engine) AppendRun(dst []byte, id string) ([]byte, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r, ok := e.state.Runs[id]
+	if !ok {
+		return dst, fmt.Errorf("%w: run %q", ErrNotFound, id)
+	}
+	return e.appendRunLocked(dst, r)
+}
+
+// appendRunLocked is AppendRun under the read lock.
+func (e *Engine) appendRunLocked(dst []byte, r *replay.Run) ([]byte, error) {
+	head, err := json.Marshal(e.viewRun(r, false))
+	if err != nil {
+		return dst, fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	dst = append(dst, head[:len(head)-1]...) // without its closing brace
+	if len(r.Tasks) > 0 {
+		if dst, err = e.appendTasks(append(dst, `,"tasks":`...), r); err != nil {
+			return dst, err
+		}
+	}
+	if alerts := viewAlerts(e.state.AlertsOf(r.ID)); len(alerts) > 0 {
+		b, err := json.Marshal(alerts)
+		if err != nil {
+			return dst, fmt.Errorf("run %s: alerts: %w", r.ID, err)
+		}
+		dst = append(append(dst, `,"alerts":`...), b...)
+	}
+	return append(dst, '}'), nil
+}
+
+// AppendTasks appends the compact JSON of run id's tasks (an array, as
+// json.Marshal(RunView.Tasks) writes it) to dst.
+func (e *Engine) AppendTasks(dst []byte, id string) ([]byte, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r, ok := e.state.Runs[id]
+	if !ok {
+		return dst, fmt.Errorf("%w: run %q", ErrNotFound, id)
+	}
+	if len(r.Tasks) == 0 {
+		return append(dst, "[]"...), nil
+	}
+	return e.appendTasks(dst, r)
+}
+
+// appendTasks appends r's tasks as a JSON array, one view filled at a time.
+func (e *Engine) appendTasks(dst []byte, r *replay.Run) ([]byte, error) {
+	g := newGate(e, e.cfg.Clock.Now().UnixNano())
+	var v TaskView
+	var sc taskScratch
+	var err error
+	dst = append(dst, '[')
+	for i, t := range r.Tasks {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		e.fillTask(&v, t, g, &sc)
+		if dst, err = appendTaskJSON(dst, &v); err != nil {
+			return dst, fmt.Errorf("run %s: task %s: %w", r.ID, v.Name, err)
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// appendTaskJSON appends json.Marshal(v)'s bytes to dst; its rare fields
+// (item, output, inputs) go through json.Marshal itself.
+func appendTaskJSON(dst []byte, v *TaskView) ([]byte, error) {
+	var err error
+	dst = appendJSONString(append(dst, `{"id":`...), v.ID)
+	dst = appendJSONString(append(dst, `,"name":`...), v.Name)
+	dst = appendJSONString(append(dst, `,"task":`...), v.Task)
+	dst = appendJSONString(append(dst, `,"status":`...), v.Status)
+	dst = strconv.AppendInt(append(dst, `,"attempt":`...), int64(v.Attempt), 10)
+	dst = appendInt(dst, `,"retries":`, v.Retries)
+	dst = appendInt(dst, `,"failures":`, v.Failures)
+	dst = appendStrings(dst, `,"depends_on":`, v.DependsOn)
+	if v.Instance != nil {
+		dst = strconv.AppendInt(append(dst, `,"instance":`...), int64(*v.Instance), 10)
+	}
+	dst = appendInt(dst, `,"instances":`, v.Instances)
+	if dst, err = appendMarshal(dst, `,"item":`, len(v.Item) > 0, v.Item); err != nil {
+		return dst, err
+	}
+	dst = appendTime(dst, `,"not_before":`, v.NotBefore)
+	dst = appendStrings(dst, `,"waiting_on":`, v.WaitingOn)
+	dst = appendInt(dst, `,"interruptions":`, v.Interruptions)
+	if v.Paused {
+		dst = append(dst, `,"paused":true`...)
+	}
+	dst = appendInt(dst, `,"pid":`, v.PID)
+	if v.ExitCode != nil {
+		dst = strconv.AppendInt(append(dst, `,"exit_code":`...), int64(*v.ExitCode), 10)
+	}
+	dst = appendJSONField(dst, `,"error":`, v.Error)
+	if dst, err = appendMarshal(dst, `,"output":`, len(v.Output) > 0, v.Output); err != nil {
+		return dst, err
+	}
+	if dst, err = appendMarshal(dst, `,"inputs":`, len(v.Inputs) > 0, v.Inputs); err != nil {
+		return dst, err
+	}
+	dst = appendTime(dst, `,"dispatched_at":`, v.DispatchedAt)
+	dst = appendTime(dst, `,"started_at":`, v.StartedAt)
+	dst = appendTime(dst, `,"finished_at":`, v.FinishedAt)
+	if len(v.AttemptHistory) > 0 {
+		dst = append(dst, `,"attempts":[`...)
+		for i := range v.AttemptHistory {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendAttemptJSON(dst, &v.AttemptHistory[i])
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
+}
+
+func appendAttemptJSON(dst []byte, a *AttemptView) []byte {
+	dst = strconv.AppendInt(append(dst, `{"attempt":`...), int64(a.Attempt), 10)
+	dst = appendJSONString(append(dst, `,"status":`...), a.Status)
+	dst = strconv.AppendInt(append(dst, `,"exit_code":`...), int64(a.ExitCode), 10)
+	dst = appendJSONField(dst, `,"error":`, a.Error)
+	dst = appendTime(dst, `,"started_at":`, &a.StartedAt)
+	dst = appendTime(dst, `,"finished_at":`, &a.FinishedAt)
+	return append(dst, '}')
+}
+
+// appendInt appends key and n unless n is 0 (omitempty).
+func appendInt(dst []byte, key string, n int) []byte {
+	if n == 0 {
+		return dst
+	}
+	return strconv.AppendInt(append(dst, key...), int64(n), 10)
+}
+
+// appendStrings appends key and ss unless ss is empty (omitempty).
+func appendStrings(dst []byte, key string, ss []string) []byte {
+	if len(ss) == 0 {
+		return dst
+	}
+	dst = append(append(dst, key...), '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendTime appends key and *t as time.Time.MarshalJSON does (RFC 3339
+// with nanoseconds; a view's times are UTC and within years 0 to 9999)
+// unless t is nil.
+func appendTime(dst []byte, key string, t *time.Time) []byte {
+	if t == nil {
+		return dst
+	}
+	dst = append(append(dst, key...), '"')
+	return append(t.AppendFormat(dst, time.RFC3339Nano), '"')
+}
+
+// appendMarshal appends key and json.Marshal(v) when present.
+func appendMarshal(dst []byte, key string, present bool, v any) ([]byte, error) {
+	if !present {
+		return dst, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return dst, fmt.Errorf("%s %w", key[2:len(key)-2], err)
+	}
+	return append(append(dst, key...), b...), nil
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+)
+
+// TestAppendRunIsMarshal: AppendRun and AppendTasks write the bytes
+// json.Marshal writes for Run's view and its tasks, on a run with a
+// fan-out, a foreach over an output with HTML characters and U+2028 in
+// it, inputs, a failed task with its attempts and an error, and params.
+func TestAppendRunIsMarshal(t *testing.T) {
+	e, err := Open(Config{DataDir: t.TempDir(), Logger: quiet,
+		Executors: map[string]executors.Executor{"process": executors.NewProcess(executors.ProcessConfig{}), "noop": executors.Noop{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	defer e.Close()
+	spec, err := CheckWorkflow("", []byte(`name: views
+params: {p: "<x> & y"}
+tasks:
+  out: {command: "printf '%s' '{\"items\":[\"a<b\",2],\"s\":\"\\u2028 é\"}' > $ORKWAL_OUTPUT"}
+  each: {command: "true", foreach: out.items, depends_on: [out]}
+  fan: {command: "true", parallel: 3}
+  bad: {command: "echo 'x & y' >&2; exit 3", retries: 1}
+  use: {command: "true", depends_on: [out], inputs: {v: {ref: tasks.out.output.s}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.PutWorkflow(spec, ""); err != nil {
+		t.Fatal(err)
+	}
+	id, err := e.Trigger("views", map[string]string{"p": "<x> & y\u2029"}, "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Mid-run (pending tasks say what they wait on) and at the end.
+	compareRunJSON(t, e, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := e.WaitRun(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != "failed" || len(run.Tasks) != 10 {
+		t.Fatalf("run %s with %d tasks, want failed with 10", run.Status, len(run.Tasks))
+	}
+	compareRunJSON(t, e, id)
+}
+
+func compareRunJSON(t *testing.T, e *Engine, id string) {
+	t.Helper()
+	// The clock moves between two reads: the same instant for both.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.state.Runs[id]
+	want, err := json.Marshal(e.viewRun(r, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.appendRunLocked(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("AppendRun:\n%s\njson.Marshal:\n%s", got, want)
+	}
+	wantTasks, _ := json.Marshal(e.viewRun(r, true).Tasks)
+	gotTasks, err := e.appendTasks(nil, r)
+	if err != nil || !bytes.Equal(gotTasks, wantTasks) {
+		t.Fatalf("AppendTasks: %v\n%s\njson.Marshal:\n%s", err, gotTasks, wantTasks)
+	}
+}
