@@ -28,6 +28,10 @@ type CorruptError struct {
 	Offset  int64  // byte offset of the entry in the segment
 	Index   uint64 // the index expected at that offset
 	Reason  string
+	// KeptEnd, from VerifyDir only, is where the bad last entry ends when
+	// the next boot keeps it (a whole frame some of whose bytes read as
+	// zeros: Open writes them back and fsyncs); 0 otherwise.
+	KeptEnd int64
 }
 
 func (e *CorruptError) Error() string {

@@ -70,6 +70,7 @@ func verifySegments(dir string, segs []segmentFile, from uint64, fn func(index u
 			return nil, derr
 		}
 		ce.Reason += "; its frame is whole: the next boot restores " + verdict.keep.what + " and keeps it"
+		ce.KeptEnd = int64(verdict.keep.end)
 		return ce, nil
 	case !verdict.torn:
 		ce.Reason += "; not a torn write: " + verdict.reason
