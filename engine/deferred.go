@@ -38,7 +38,7 @@ func (e *Engine) deferTask(a *attempt, ev *executors.Event, now int64, out *turn
 	out.recs = append(out.recs, rec)
 	out.progress = true
 	a.release(false)
-	out.scratch = append(out.scratch, a.scratch)
+	out.scratch = append(out.scratch, e.scratchOf(a))
 	t := &attempt{ref: a.ref, taskID: a.taskID, number: a.number, spec: a.spec, dispatchedAt: a.dispatchedAt,
 		started: true, lastBeat: now, deferred: true, stopped: a.stopped, failReason: a.failReason, cancelled: a.cancelled}
 	e.attempts[a.taskID] = t

@@ -120,7 +120,7 @@ type attempt struct {
 	number       int
 	spec         *workflow.Task
 	exec         execHandle // set by the launcher once the executor started it
-	scratch      string     // prefix of its scratch files (executors.Job.Scratch); "" for none
+	hasScratch   bool       // it has scratch files to remove (scratchOf)
 	dispatchedAt int64
 	eager        bool      // its start is recorded at once, not deferred, and it is held (hold.go)
 	hold         chan bool // a held attempt's go (executors.Job.Hold), sent once by release
@@ -138,8 +138,18 @@ type attempt struct {
 // nothing once the outcome is durable.
 func (a *attempt) cleaned(ev *executors.Event) {
 	if ev.Cleaned {
-		a.scratch = ""
+		a.hasScratch = false
 	}
+}
+
+// scratchOf is the prefix of a's scratch files (executors.Job.Scratch) to
+// remove once its outcome is durable, "" for none. It is made when asked:
+// an attempt in flight keeps no path (issue 27: memory per running task).
+func (e *Engine) scratchOf(a *attempt) string {
+	if !a.hasScratch {
+		return ""
+	}
+	return Layout(e.cfg.DataDir).Scratch(a.ref.Run, a.taskID[len(a.ref.Run)+1:], a.number) // taskID is run:key
 }
 
 // stopReason is why the engine stops the attempt, for its log's last

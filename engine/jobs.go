@@ -77,13 +77,9 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 	if bytes.Equal(job.Input, emptyInput) {
 		job.InputFile = Layout(e.cfg.DataDir).EmptyInput()
 	}
-	scratch := job.Scratch
-	if spec.Executor == "noop" || spec.Executor == "cloudrun" {
-		scratch = "" // they write no files
-	}
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,
-			spec: spec, scratch: scratch, dispatchedAt: now},
+			spec: spec, hasScratch: spec.Executor != "noop" && spec.Executor != "cloudrun", dispatchedAt: now}, // they write no files
 		ex:  e.cfg.Executors[spec.Executor],
 		job: job,
 		err: err,

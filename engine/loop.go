@@ -326,7 +326,7 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 		e.observeFinish(a, now)
 		delete(e.attempts, ev.TaskID)
 		e.inflight--
-		out.scratch = append(out.scratch, a.scratch)
+		out.scratch = append(out.scratch, e.scratchOf(a))
 	}
 }
 
@@ -439,7 +439,7 @@ func (e *Engine) forget(taskID string, number int, out *turnOutput) {
 	a.release(false)
 	delete(e.attempts, taskID)
 	e.inflight--
-	out.scratch = append(out.scratch, a.scratch)
+	out.scratch = append(out.scratch, e.scratchOf(a))
 }
 
 // dispatch hands ready tasks that pass the gate to executors, in order
