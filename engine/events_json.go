@@ -48,11 +48,9 @@ func appendJSONField(b []byte, key, s string) []byte {
 // appendJSONString appends s quoted as encoding/json quotes it: as is when
 // it needs no escape (printable ASCII but for " \ < > &), else by json.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
+	if !plainJSON(s) {
+		q, _ := json.Marshal(s) // a string always encodes
+		return append(b, q...)
 	}
 	b = append(b, '"')
 	b = append(b, s...)

@@ -76,19 +76,25 @@ func (e *Engine) appendTasks(dst []byte, r *replay.Run) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		e.fillTask(&v, t, g, &sc)
-		if dst, err = appendTaskJSON(dst, &v); err != nil {
-			return dst, fmt.Errorf("run %s: task %s: %w", r.ID, v.Name, err)
+		if dst, err = appendTaskJSON(dst, &v, t); err != nil {
+			return dst, fmt.Errorf("run %s: task %s: %w", r.ID, t.Key(), err)
 		}
 	}
 	return append(dst, ']'), nil
 }
 
-// appendTaskJSON appends json.Marshal(v)'s bytes to dst; its rare fields
-// (item, output, inputs) go through json.Marshal itself.
-func appendTaskJSON(dst []byte, v *TaskView) ([]byte, error) {
+// appendTaskJSON appends json.Marshal(v)'s bytes to dst, v's ID and Name
+// being t's (written from t, not made); its rare fields (item, output,
+// inputs) go through json.Marshal itself.
+func appendTaskJSON(dst []byte, v *TaskView, t *replay.Task) ([]byte, error) {
 	var err error
-	dst = appendJSONString(append(dst, `{"id":`...), v.ID)
-	dst = appendJSONString(append(dst, `,"name":`...), v.Name)
+	if plainJSON(t.Run.ID) && plainJSON(t.Name) { // always: a UUID, a valid name
+		dst = t.AppendKey(append(append(append(dst, `{"id":"`...), t.Run.ID...), ':'))
+		dst = append(t.AppendKey(append(dst, `","name":"`...)), '"')
+	} else {
+		dst = appendJSONString(append(dst, `{"id":`...), t.ID())
+		dst = appendJSONString(append(dst, `,"name":`...), t.Key())
+	}
 	dst = appendJSONString(append(dst, `,"task":`...), v.Task)
 	dst = appendJSONString(append(dst, `,"status":`...), v.Status)
 	dst = strconv.AppendInt(append(dst, `,"attempt":`...), int64(v.Attempt), 10)
@@ -133,6 +139,16 @@ func appendTaskJSON(dst []byte, v *TaskView) ([]byte, error) {
 		dst = append(dst, ']')
 	}
 	return append(dst, '}'), nil
+}
+
+// plainJSON reports whether s is written as is between quotes in JSON.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func appendAttemptJSON(dst []byte, a *AttemptView) []byte {

@@ -180,6 +180,7 @@ func (e *Engine) viewRun(r *replay.Run, withTasks bool) RunView {
 func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 	var v TaskView
 	e.fillTask(&v, t, g, new(taskScratch))
+	v.ID, v.Name = t.ID(), t.Key()
 	return v
 }
 
@@ -192,11 +193,12 @@ type taskScratch struct {
 	attempts                                 []AttemptView
 }
 
-// fillTask sets v to t's view; v's pointers and attempts point into sc,
-// valid until sc's next use.
+// fillTask sets v to t's view but for its ID and Name (strings made for
+// the view: AppendRun writes them from t); v's pointers and attempts point
+// into sc, valid until sc's next use.
 func (e *Engine) fillTask(v *TaskView, t *replay.Task, g *gate, sc *taskScratch) {
 	spec := t.Spec()
-	*v = TaskView{ID: t.ID(), Name: t.Key(), Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
+	*v = TaskView{Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
 		Error: t.Error, DispatchedAt: sc.at(&sc.dispatched, t.DispatchedAt), StartedAt: sc.at(&sc.started, t.StartedAt),
 		FinishedAt: sc.at(&sc.finished, t.FinishedAt), NotBefore: sc.at(&sc.notBefore, t.NotBefore), WaitingOn: e.waitingOn(t, g),

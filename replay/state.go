@@ -282,8 +282,8 @@ func (t *Task) Key() string {
 	return t.Name + "[" + strconv.Itoa(t.Instance) + "]"
 }
 
-// appendKey appends Key() to dst.
-func (t *Task) appendKey(dst []byte) []byte {
+// AppendKey appends Key() to dst.
+func (t *Task) AppendKey(dst []byte) []byte {
 	dst = append(dst, t.Name...)
 	if t.Parent < 0 {
 		return dst
@@ -295,7 +295,7 @@ func (t *Task) appendKey(dst []byte) []byte {
 // allocation, as it is asked for per dispatch and per task of a run's view.
 func (t *Task) ID() string {
 	var b [128]byte
-	return string(t.appendKey(append(append(b[:0], t.Run.ID...), ':')))
+	return string(t.AppendKey(append(append(b[:0], t.Run.ID...), ':')))
 }
 
 // Priority is its definition's priority: higher is dispatched first.
