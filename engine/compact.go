@@ -102,7 +102,29 @@ func (e *Engine) loadSnapshot() (*replay.State, uint64, error) {
 	removeStaleTmp(e.cfg.DataDir)
 	st, idx, err := LoadSnapshot(e.cfg.DataDir, e.log)
 	e.snapIndex = idx
+	if err == nil {
+		e.finishRemoval(idx)
+	}
 	return st, idx, err
+}
+
+// finishRemoval does step 4 of a compaction a crash cut short (after its
+// rename, before its removal): of the snapshots older than loaded (the one
+// boot uses), the newest stays, the fallback a compaction keeps, and the
+// older ones go. Without it a daemon killed there and then stopped with
+// nothing to snapshot kept three snapshots (found by fuzz/TestKill9's
+// bound after the clean stop). Newer snapshots that did not load are
+// left for the operator (`orkwal wal verify` reports them).
+func (e *Engine) finishRemoval(loaded uint64) {
+	idxs, _ := snapshotIndexes(e.cfg.DataDir)
+	for i, idx := range idxs {
+		if idx < loaded {
+			if i+1 < len(idxs) {
+				e.removeOld(idx)
+			}
+			return
+		}
+	}
 }
 
 // LoadSnapshot returns the state of a data folder's newest valid snapshot

@@ -112,6 +112,58 @@ func TestCrashAtEveryCompactionStep(t *testing.T) {
 	}
 }
 
+// TestBootFinishesACutRemoval: a compaction cut short after its rename
+// (or its truncation) leaves three snapshots, the oldest of which its step
+// 4 would have removed; the next boot removes it, keeping the newest and
+// its fallback, so that a daemon stopped then with nothing to snapshot
+// keeps two. Before, it kept three until its next compaction.
+func TestBootFinishesACutRemoval(t *testing.T) {
+	for _, step := range []string{"after-rename", "after-truncate"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			e := openCompacting(t, dir, -1, 0)
+			put(t, e, diamond("noop"))
+			for i := 0; i < 2; i++ {
+				work(t, e, 5)
+				stopLoop(e)
+				if err := e.Compact(); err != nil {
+					t.Fatal(err)
+				}
+				e.Start2()
+			}
+			work(t, e, 5)
+			settle(t, e)
+			live, _ := e.StateHash()
+			stopLoop(e)
+			crashAt := errors.New("crash at " + step)
+			e.cfg.CompactFault = func(s string) error {
+				if s == step {
+					return crashAt
+				}
+				return nil
+			}
+			if err := e.Compact(); !errors.Is(err, crashAt) {
+				t.Fatalf("compact: %v", err)
+			}
+			release(e)
+			before, _ := snapshotIndexes(dir)
+			if len(before) != 3 {
+				t.Fatalf("the cut compaction left %d snapshots, want 3", len(before))
+			}
+			e2 := openCompacting(t, dir, -1, 0)
+			if got, _ := e2.StateHash(); got != live {
+				t.Fatalf("crash %s: recovered state differs", step)
+			}
+			stopLoop(e2)
+			release(e2)
+			after, _ := snapshotIndexes(dir)
+			if len(after) != 2 || after[0] != before[0] || after[1] != before[1] {
+				t.Fatalf("after the boot: snapshots %v, want the newest two of %v", after, before)
+			}
+		})
+	}
+}
+
 func TestCorruptNewestSnapshotFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	e := openCompacting(t, dir, -1, 0)
