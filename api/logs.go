@@ -90,18 +90,11 @@ func parseLogsQuery(r *http.Request) (attempt int, follow bool, err error) {
 	return attempt, follow, nil
 }
 
-// taskView is the current state of one task of a run.
+// taskView is the current state of one task of a run, and whether the
+// run has ended.
 func (s *Server) taskView(runID, task string) (engine.TaskView, bool, error) {
-	run, err := s.eng.Run(runID)
-	if err != nil {
-		return engine.TaskView{}, false, err
-	}
-	for _, t := range run.Tasks {
-		if t.Name == task {
-			return t, finished(run.Status), nil
-		}
-	}
-	return engine.TaskView{}, false, fmt.Errorf("%w: run %s has no task %q", engine.ErrNotFound, runID, task)
+	t, status, err := s.eng.Task(runID, task)
+	return t, finished(status), err
 }
 
 func finished(runStatus string) bool {

@@ -364,6 +364,26 @@ func (e *Engine) Run(id string) (RunView, error) {
 	return e.viewRun(r, true), nil
 }
 
+// Task returns one task of a run, by its key in the run ("process" or
+// "process[3]"), and the run's status: O(tasks of the run) to find it, one
+// view made (a log follower asks at every commit). Its waiting_on is read
+// as if it were the run's only pending task.
+func (e *Engine) Task(runID, key string) (TaskView, string, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r, ok := e.state.Runs[runID]
+	if !ok {
+		return TaskView{}, "", fmt.Errorf("%w: run %q", ErrNotFound, runID)
+	}
+	var buf [160]byte
+	for _, t := range r.Tasks {
+		if string(t.AppendKey(buf[:0])) == key { // compared without a string made
+			return e.viewTask(t, newGate(e, e.cfg.Clock.Now().UnixNano())), string(r.Status), nil
+		}
+	}
+	return TaskView{}, "", fmt.Errorf("%w: run %s has no task %q", ErrNotFound, runID, key)
+}
+
 // TaskLog returns the log file path of a task's attempt (0 = the latest).
 // task is the task's key in the run ("process" or "process[3]").
 func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
