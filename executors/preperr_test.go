@@ -42,9 +42,17 @@ func TestPrepareErrorIsTyped(t *testing.T) {
 		case job.HTTP != nil:
 			ex = NewHTTP(HTTPConfig{})
 		}
-		h, err := ex.Start(job, func(Event) {})
+		finished := make(chan struct{})
+		h, err := ex.Start(job, func(ev Event) {
+			if ev.Kind == Finished {
+				close(finished)
+			}
+		})
 		if h != nil {
+			// Its end removes its scratch files: wait for it, or the
+			// temporary folder's removal races with theirs.
 			h.Stop(0, "test")
+			<-finished
 		}
 		var pe *PrepareError
 		if errors.As(err, &pe) != c.prep {
