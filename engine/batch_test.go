@@ -133,8 +133,11 @@ func TestTriggersAtOnceShareOneFrame(t *testing.T) {
 	e := openStopped(t, dir, m, n+1)
 	hold, held := make(chan struct{}), make(chan struct{}, 1)
 	var armed atomic.Bool
-	e.afterTurn = func() { // on the loop: holds it after the first trigger's turn
-		if armed.CompareAndSwap(true, false) {
+	// On the loop: holds it after the first trigger's turn, the first
+	// with a run (the put's turn may reach this hook after its reply, so
+	// after armed is set).
+	e.afterTurn = func() {
+		if armed.Load() && e.state.OpenRuns() > 0 && armed.CompareAndSwap(true, false) {
 			held <- struct{}{}
 			<-hold
 		}
