@@ -123,7 +123,7 @@ func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][
 			m.durEnd[s.name] = end
 			if !allZero(data[end:]) {
 				m.durSize[s.name] = end // the torn tail wal.Open cuts; zero padding it keeps
-				if kept := keptEnd(m.walDir, s.name); kept > 0 {
+				if kept := keptEnd(m.walDir, s.name, segs[0].first); kept > 0 {
 					// A whole frame whose missing bytes Open writes back
 					// and fsyncs before any I/O point: durable.
 					m.durSize[s.name], m.durEnd[s.name] = max(kept, int64(len(data))), kept
@@ -573,10 +573,12 @@ func readLog(walDir string) (uint64, [][][]byte, error) {
 }
 
 // keptEnd is where the bad last entry of segment name ends when wal.Open
-// keeps it (its bytes restored: VerifyDir says so), or 0 when Open cuts it
-// or refuses.
-func keptEnd(walDir, name string) int64 {
-	torn, err := wal.VerifyDir(walDir, func(uint64, [][]byte) error { return nil })
+// keeps it (its bytes restored: VerifyDirFrom says so), or 0 when Open
+// cuts it or refuses. first is the log's first index (after a front
+// truncation, from it: VerifyDir from 1 would call the entries before it
+// missing).
+func keptEnd(walDir, name string, first uint64) int64 {
+	torn, err := wal.VerifyDirFrom(walDir, first, func(uint64, [][]byte) error { return nil })
 	if err != nil || torn == nil || filepath.Base(torn.Segment) != name {
 		return 0
 	}
