@@ -73,33 +73,53 @@ func TestBackgroundSnapshotsTruncateAndRecover(t *testing.T) {
 	}
 }
 
+// compactedWork opens an engine on dir and runs a diamond workflow
+// snapshots+1 times, each time `each` runs, with a compaction after each of
+// the first snapshots. It returns the engine, its loop stopped, and the hash
+// of its live state.
+func compactedWork(t *testing.T, dir string, snapshots, each int) (*Engine, uint64) {
+	t.Helper()
+	e := openCompacting(t, dir, -1, 0)
+	put(t, e, diamond("noop"))
+	for i := 0; i < snapshots; i++ {
+		work(t, e, each)
+		stopLoop(e)
+		if err := e.Compact(); err != nil {
+			t.Fatal(err)
+		}
+		e.Start2()
+	}
+	work(t, e, each)
+	settle(t, e)
+	live, _ := e.StateHash()
+	stopLoop(e)
+	return e, live
+}
+
+// crashCompactionAt runs a compaction of e (its loop stopped) that a crash
+// cuts short at step, then releases e's log and lock as a dead daemon would.
+func crashCompactionAt(t *testing.T, e *Engine, step string) {
+	t.Helper()
+	crashAt := errors.New("crash at " + step)
+	e.cfg.CompactFault = func(s string) error {
+		if s == step {
+			return crashAt
+		}
+		return nil
+	}
+	if err := e.Compact(); !errors.Is(err, crashAt) {
+		t.Fatalf("compact: %v", err)
+	}
+	release(e)
+}
+
 func TestCrashAtEveryCompactionStep(t *testing.T) {
 	for _, step := range []string{"before-rename", "after-rename", "after-truncate"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
-			e := openCompacting(t, dir, -1, 0)
-			put(t, e, diamond("noop"))
-			work(t, e, 10)
-			stopLoop(e)
-			if err := e.Compact(); err != nil { // a first snapshot, so the second truncates
-				t.Fatal(err)
-			}
-			e.Start2()
-			work(t, e, 10)
-			settle(t, e)
-			live, _ := e.StateHash()
-			stopLoop(e)
-			crashAt := errors.New("crash at " + step)
-			e.cfg.CompactFault = func(s string) error {
-				if s == step {
-					return crashAt
-				}
-				return nil
-			}
-			if err := e.Compact(); !errors.Is(err, crashAt) {
-				t.Fatalf("compact: %v", err)
-			}
-			release(e)
+			// a first snapshot, so the second truncates
+			e, live := compactedWork(t, dir, 1, 10)
+			crashCompactionAt(t, e, step)
 			e2 := openCompacting(t, dir, -1, 0)
 			defer e2.Close()
 			if got, _ := e2.StateHash(); got != live {
@@ -121,31 +141,8 @@ func TestBootFinishesACutRemoval(t *testing.T) {
 	for _, step := range []string{"after-rename", "after-truncate"} {
 		t.Run(step, func(t *testing.T) {
 			dir := t.TempDir()
-			e := openCompacting(t, dir, -1, 0)
-			put(t, e, diamond("noop"))
-			for i := 0; i < 2; i++ {
-				work(t, e, 5)
-				stopLoop(e)
-				if err := e.Compact(); err != nil {
-					t.Fatal(err)
-				}
-				e.Start2()
-			}
-			work(t, e, 5)
-			settle(t, e)
-			live, _ := e.StateHash()
-			stopLoop(e)
-			crashAt := errors.New("crash at " + step)
-			e.cfg.CompactFault = func(s string) error {
-				if s == step {
-					return crashAt
-				}
-				return nil
-			}
-			if err := e.Compact(); !errors.Is(err, crashAt) {
-				t.Fatalf("compact: %v", err)
-			}
-			release(e)
+			e, live := compactedWork(t, dir, 2, 5)
+			crashCompactionAt(t, e, step)
 			before, _ := snapshotIndexes(dir)
 			if len(before) != 3 {
 				t.Fatalf("the cut compaction left %d snapshots, want 3", len(before))

@@ -71,17 +71,7 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 				leaveScratch(dir)(id)
 			})
 			stopLoop(e)
-			crashAt := errors.New("crash at " + step)
-			e.cfg.CompactFault = func(s string) error {
-				if s == step {
-					return crashAt
-				}
-				return nil
-			}
-			if err := e.Compact(); !errors.Is(err, crashAt) {
-				t.Fatalf("compact: %v", err)
-			}
-			release(e)
+			crashCompactionAt(t, e, step)
 			if _, err := os.Stat(filepath.Join(dir, "logs", ids[0])); err != nil {
 				t.Fatalf("the crash should have left the pruned run's log folder: %v", err)
 			}
