@@ -44,6 +44,17 @@ func cloudRunSpec(t *testing.T, task string) *workflow.Spec {
 	return spec
 }
 
+// nightlyTask is the etl task of cloudRunSpec: one execution of nightlyJob.
+const nightlyTask = "    executor: cloudrun\n    job: nightly\n"
+
+// oneExecution: srv started one execution and cancelled none.
+func oneExecution(t *testing.T, srv *googletest.Server) {
+	t.Helper()
+	if n := len(srv.Runs()); n != 1 || len(srv.Cancels) != 0 {
+		t.Errorf("%d executions started, %d cancelled; want 1, 0", n, len(srv.Cancels))
+	}
+}
+
 // TestCloudRunTask: a cloudrun task starts one execution of its job and
 // runs (deferred, no process) until the execution succeeds; then it
 // succeeds with no output, and its downstream task runs. An execution
@@ -52,7 +63,7 @@ func TestCloudRunTask(t *testing.T) {
 	srv, open := cloudRunFake(t)
 	e, _ := open(t.TempDir(), nil)
 	defer e.Close()
-	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
+	put(t, e, cloudRunSpec(t, nightlyTask))
 
 	id := trigger(t, e, "nightly")
 	exec := srv.Polled(t)
@@ -83,7 +94,7 @@ func TestCloudRunTaskCancelAndTimeout(t *testing.T) {
 	clock := &fakeClock{}
 	e, _ := open(t.TempDir(), clock)
 	defer e.Close()
-	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n    timeout: 1h\n"))
+	put(t, e, cloudRunSpec(t, nightlyTask+"    timeout: 1h\n"))
 
 	id := trigger(t, e, "nightly")
 	exec := srv.Polled(t)
@@ -118,7 +129,7 @@ func TestCloudRunTaskResumesAfterACrash(t *testing.T) {
 	srv, open := cloudRunFake(t)
 	data := t.TempDir()
 	e, first := open(data, nil)
-	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
+	put(t, e, cloudRunSpec(t, nightlyTask))
 	id := trigger(t, e, "nightly")
 	exec := srv.Polled(t)
 	crash(e)
@@ -136,16 +147,8 @@ func TestCloudRunTaskResumesAfterACrash(t *testing.T) {
 	if err != nil || run.Status != "success" || run.Tasks[0].Attempt != 1 {
 		t.Fatalf("run: %+v, %v", run, err)
 	}
-	if n := len(srv.Runs()); n != 1 || len(srv.Cancels) != 0 {
-		t.Errorf("%d executions started, %d cancelled; want 1, 0", n, len(srv.Cancels))
-	}
-	live, _ := e.StateHash()
-	e.Close()
-	back, _ := open(data, nil)
-	defer back.Close()
-	if h, _ := back.StateHash(); h != live {
-		t.Errorf("replayed state %x, live %x", h, live)
-	}
+	oneExecution(t, srv)
+	replaysTheSame(t, e, func() *Engine { back, _ := open(data, nil); return back })
 }
 
 // TestCloudRunShutdownWhileStarting: a shutdown while jobs.run is under
@@ -157,7 +160,7 @@ func TestCloudRunShutdownWhileStarting(t *testing.T) {
 	srv.Hold, srv.Held = make(chan struct{}), make(chan struct{}, 1)
 	data := t.TempDir()
 	e, _ := open(data, nil)
-	put(t, e, cloudRunSpec(t, "    executor: cloudrun\n    job: nightly\n"))
+	put(t, e, cloudRunSpec(t, nightlyTask))
 	id := trigger(t, e, "nightly")
 	<-srv.Held
 	closed := make(chan error, 1)
@@ -174,7 +177,5 @@ func TestCloudRunShutdownWhileStarting(t *testing.T) {
 	if err != nil || run.Status != "success" || run.Tasks[0].Attempt != 1 {
 		t.Fatalf("run: %+v, %v", run, err)
 	}
-	if n := len(srv.Runs()); n != 1 || len(srv.Cancels) != 0 {
-		t.Errorf("%d executions started, %d cancelled; want 1, 0", n, len(srv.Cancels))
-	}
+	oneExecution(t, srv)
 }

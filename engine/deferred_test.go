@@ -95,8 +95,7 @@ def mock(url):
 
 func deferSpec(t *testing.T, dir, url string) *workflow.Spec {
 	t.Helper()
-	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte(deferTasks), 0o644)
-	spec, err := workflow.Parse(filepath.Join(dir, "defer.yaml"), []byte(`name: defer
+	return deferWorkflow(t, dir, "defer.yaml", `name: defer
 tasks:
   start:
     executor: python
@@ -109,11 +108,32 @@ tasks:
     function: after
     depends_on: [start]
     inputs: {up: {ref: tasks.start.output}}
-`))
+`)
+}
+
+// deferWorkflow writes deferTasks to dir/tasks.py and parses the workflow
+// file dir/name whose text is body.
+func deferWorkflow(t *testing.T, dir, name, body string) *workflow.Spec {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte(deferTasks), 0o644)
+	spec, err := workflow.Parse(filepath.Join(dir, name), []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return spec
+}
+
+// replaysTheSame closes e cleanly and opens its data folder again with
+// open: the replayed state must equal e's live one.
+func replaysTheSame(t *testing.T, e *Engine, open func() *Engine) {
+	t.Helper()
+	live, _ := e.StateHash()
+	e.Close()
+	back := open()
+	defer back.Close()
+	if h, _ := back.StateHash(); h != live {
+		t.Errorf("replayed state %x, live %x", h, live)
+	}
 }
 
 func openDeferring(t *testing.T, dir string, k *trackers) *Engine {
@@ -174,13 +194,7 @@ func TestDeferredTaskResumesAfterACrash(t *testing.T) {
 	if n := srv.maxSeen.Load(); n != 1 {
 		t.Errorf("%d polls at once, want 1", n)
 	}
-	live, _ := e.StateHash()
-	e.Close()
-	back := openDeferring(t, data, &trackers{ex: poll()})
-	defer back.Close()
-	if h, _ := back.StateHash(); h != live {
-		t.Errorf("replayed state %x, live %x", h, live)
-	}
+	replaysTheSame(t, e, func() *Engine { return openDeferring(t, data, &trackers{ex: poll()}) })
 }
 
 // TestDeferredMockFailedFailsTheTask: Ork's mock://failed job fails the
@@ -188,8 +202,7 @@ func TestDeferredTaskResumesAfterACrash(t *testing.T) {
 // mock://success completes it at once.
 func TestDeferredMockFailedFailsTheTask(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte(deferTasks), 0o644)
-	spec, err := workflow.Parse(filepath.Join(dir, "mock.yaml"), []byte(`name: mock
+	spec := deferWorkflow(t, dir, "mock.yaml", `name: mock
 tasks:
   ok:
     executor: python
@@ -203,10 +216,7 @@ tasks:
     retries: 1
     retry_backoff: {initial: 1ms}
     inputs: {url: {const: "mock://failed/j2"}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	e := openDeferring(t, t.TempDir(), &trackers{ex: executors.NewDeferred(executors.DeferredConfig{})})
 	defer e.Close()
 	put(t, e, spec)
@@ -229,18 +239,14 @@ tasks:
 // it, and the task ends cancelled.
 func TestDeferredTaskShutdownAndCancel(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte(deferTasks), 0o644)
-	spec, err := workflow.Parse(filepath.Join(dir, "forever.yaml"), []byte(`name: forever
+	spec := deferWorkflow(t, dir, "forever.yaml", `name: forever
 tasks:
   wait:
     executor: python
     file: tasks.py
     function: mock
     inputs: {url: {const: "mock://running/j3"}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	beats := make(chan struct{}, 1)
 	tracker := &trackers{ex: &beating{executors.NewDeferred(executors.DeferredConfig{PollInterval: time.Millisecond}), beats}}
 	data := t.TempDir()
