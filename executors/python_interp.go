@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Python interpreters are resolved once, not at every attempt: a name such
@@ -53,16 +54,18 @@ type fileID struct {
 	ino, size, mtime int64
 }
 
+// idOf is the fileID of a stat: a rewrite changes the modification time,
+// a replacement the inode.
+func idOf(st *unix.Stat_t) fileID {
+	return fileID{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano()}
+}
+
 func statID(path string) (fileID, bool) {
-	fi, err := os.Stat(path)
-	if err != nil {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
 		return fileID{}, false
 	}
-	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino = int64(st.Ino)
-	}
-	return id, true
+	return idOf(&st), true
 }
 
 // current reports whether neither file changed since the resolution.

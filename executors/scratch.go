@@ -97,12 +97,6 @@ type sharedFiles struct {
 	known map[string]fileID // by path; guarded by mu
 }
 
-// idOf is the fileID (see python_interp.go) of a stat: a rewrite changes
-// the modification time, a replacement the inode.
-func idOf(st *unix.Stat_t) fileID {
-	return fileID{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano()}
-}
-
 // ensure makes path hold data: nothing when it is as this process left
 // it; otherwise it is written to path+".tmp" (read-only), then renamed
 // over path, so that a task never reads it half written.
