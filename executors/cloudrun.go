@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -217,12 +216,7 @@ func runJobRequest(job Job) map[string]any {
 		}
 	}
 	add("TRACEPARENT", traceparentOf(job))
-	keys := make([]string, 0, len(job.Env))
-	for k := range job.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(job.Env) {
 		add(k, job.Env[k])
 	}
 	return map[string]any{"overrides": map[string]any{

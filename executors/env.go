@@ -2,7 +2,6 @@ package executors
 
 import (
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -32,12 +31,7 @@ func buildEnv(base []string, job Job, files attemptFiles) []string {
 	if _, own := job.Env["TRACEPARENT"]; !own {
 		env = append(env, "TRACEPARENT="+traceparentOf(job))
 	}
-	keys := make([]string, 0, len(job.Env))
-	for k := range job.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(job.Env) {
 		env = append(env, k+"="+job.Env[k])
 	}
 	return env

@@ -251,7 +251,8 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// sortedKeys returns the keys of m in order, for deterministic errors.
+// sortedKeys returns the keys of m in order (deterministic errors, and
+// the order of a task's own env layer).
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
