@@ -86,10 +86,13 @@ func DefersWork(output []byte) bool {
 	if !bytes.Contains(output, []byte(`"deferred"`)) {
 		return false // the common case costs no decoding
 	}
-	var doc struct {
-		Deferred []json.RawMessage `json:"deferred"`
-	}
+	var doc deferringOutput
 	return json.Unmarshal(output, &doc) == nil && len(doc.Deferred) > 0
+}
+
+// deferringOutput is what a deferring task's output holds for Deferred.
+type deferringOutput struct {
+	Deferred []json.RawMessage `json:"deferred"`
 }
 
 // jobStatus is what one poll learned of a deferred job.
@@ -128,9 +131,7 @@ func (d *Deferred) Start(job Job, report func(Event)) (Handle, error) {
 // trackers reads every descriptor of output; a bad one is an error naming
 // its position.
 func (d *Deferred) trackers(output []byte) ([]tracker, error) {
-	var doc struct {
-		Deferred []json.RawMessage `json:"deferred"`
-	}
+	var doc deferringOutput
 	if err := json.Unmarshal(output, &doc); err != nil {
 		return nil, fmt.Errorf("deferred: the output is not an object with a deferred list: %w", err)
 	}
