@@ -91,7 +91,7 @@ type cappedLog struct {
 	ringBytes int64        // bytes ever given to the ring (its write position)
 	ringBase  int64        // the log's length once its head was written
 	crash     *crashPoint  // a test seam for the ring's writes; nil
-	lines     *outputLines // sees every byte of output, in order; made on the first
+	lines     *outputLines // sees every byte of output, in order; nil until the first (see take)
 	maxOutput int64        // lines' cap
 	err       error        // the first write error; output is dropped after it
 	done      bool         // finish was called

@@ -190,8 +190,7 @@ type taskOutput struct {
 	// uncapped, in the log file from fileFrom on once the task is done;
 	// without a log (the output goes to the null device), never.
 	fileFrom  int64 // uncapped: the log's size when the attempt began; -1 capped or no log
-	maxOutput int64 // the cap of an ORK_OUTPUT line
-
+	maxOutput int64 // uncapped: the cap of an ORK_OUTPUT line (capped: capped.maxOutput)
 }
 
 // openOutput prepares job's output: see taskOutput.
