@@ -160,25 +160,13 @@ func (d *benchDaemon) status(id string) string {
 }
 
 // runToEnd triggers a workflow and waits for its run to end, the way a
-// client does (GET /runs/{id}?wait=60s answers once the run has ended); it
-// returns the time from the trigger request to that answer.
-func (d *benchDaemon) runToEnd(name string) time.Duration {
+// client does (GET /runs/{id}?wait=60s answers once the run has ended);
+// a run that does not succeed fails the benchmark.
+func (d *benchDaemon) runToEnd(name string) {
 	d.b.Helper()
-	start := time.Now()
-	id := d.trigger(name)
-	var s string
-	for range 2 { // a run still active after a minute is a failure
-		code, body := d.call("GET", "/runs/"+id+"?wait=60s", "")
-		var r struct{ Status string }
-		json.Unmarshal(body, &r)
-		if s = r.Status; code != http.StatusOK || s == "success" || s == "failed" || s == "cancelled" {
-			break
-		}
+	if err := d.runToEndErr(name); err != nil {
+		d.b.Fatalf("%v\n%s", err, d.logs)
 	}
-	if s != "success" {
-		d.b.Fatalf("run %s of %s: %s\n%s", id, name, s, d.logs)
-	}
-	return time.Since(start)
 }
 
 // procKiB reads a "Key:   N kB" line of /proc/PID/status.

@@ -136,7 +136,8 @@ func (d *benchDaemon) runsAtOnce(name string, n int) {
 	}
 }
 
-// runToEndErr is runToEnd for any goroutine: it returns what went wrong.
+// runToEndErr is runToEnd for any goroutine: it returns what went wrong
+// in place of failing the benchmark.
 func (d *benchDaemon) runToEndErr(name string) error {
 	code, body := d.call("POST", "/workflows/"+name+"/runs", "")
 	if code != http.StatusCreated {
