@@ -1,24 +1,19 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/orkwal/orkwal/executors"
 )
 
 // TestPauseResumeCLI: orkwal pause and resume a run and a task, shown by
 // orkwal show; the run ends once both are resumed; an ended run or an
 // unknown task is refused.
 func TestPauseResumeCLI(t *testing.T) {
-	url := cliDaemon(t, executors.NewProcess(executors.ProcessConfig{KillGrace: time.Second}))
-	gate := filepath.Join(t.TempDir(), "go")
+	_, url := processDaemon(t)
+	gate, open := cliGate(t)
 	file := cliWriteFile(t, "p.yaml", `name: p
 tasks:
-  gate: {command: 'while [ ! -e `+gate+` ]; do sleep 0.05; done'}
+  gate: {command: 'cat `+gate+`'}
   after: {command: 'true', depends_on: [gate]}
 `)
 	mustCLI(t, exitOK, "apply", "--addr", url, file)
@@ -38,9 +33,7 @@ tasks:
 		t.Fatalf("show with the task paused, the run resumed:\n%s", out)
 	}
 	mustCLI(t, exitNotFound, "pause", "--addr", url, id, "nope")
-	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	open()
 	mustCLI(t, exitOK, "resume", "--addr", url, id, "after")
 	mustCLI(t, exitOK, "watch", "--addr", url, id)
 	mustCLI(t, exitFailure, "pause", "--addr", url, id) // it ended

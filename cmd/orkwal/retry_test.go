@@ -5,16 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/orkwal/orkwal/executors"
 )
 
 // TestRetryModesAndMark: retry --from reruns a task and its downstream
 // tasks, --latest starts a run of the current version, and mark unblocks a
 // failed run by hand, shown as such.
 func TestRetryModesAndMark(t *testing.T) {
-	url := cliDaemon(t, executors.NewProcess(executors.ProcessConfig{KillGrace: time.Second}))
+	_, url := processDaemon(t)
 	dir := t.TempDir()
 	marker, count := filepath.Join(dir, "ok"), filepath.Join(dir, "count")
 	file := cliWriteFile(t, "w.yaml", `name: w
