@@ -125,7 +125,9 @@ func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][
 				m.durSize[s.name] = end // the torn tail wal.Open cuts; zero padding it keeps
 				if kept := keptEnd(m.walDir, s.name, segs[0].first); kept > 0 {
 					// A whole frame whose missing bytes Open writes back
-					// and fsyncs before any I/O point: durable.
+					// (fsynced with the tail at OpOpenSync; a cut before
+					// that fsync leaves the frame as it was, which the
+					// next boot restores again): durable.
 					m.durSize[s.name], m.durEnd[s.name] = max(kept, int64(len(data))), kept
 				}
 			}

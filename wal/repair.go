@@ -98,18 +98,22 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 	return cut, end, nil
 }
 
-// restoreBytes writes bytes of a kept entry back at off (fsynced).
+// restoreBytes writes bytes of a kept entry back at off. It does not fsync:
+// repairTail's only caller, Open, fsyncs the same file (the tail) in
+// openSegments before it returns, so before anything is read from the log
+// or acknowledged; a power cut before that fsync leaves the bytes as they
+// were, and the next boot judges and restores them again alike.
 func restoreBytes(path string, off int64, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: open %s to restore the last entry's bytes: %w", path, err)
 	}
-	defer f.Close()
 	if _, err := f.WriteAt(b, off); err != nil {
+		f.Close()
 		return fmt.Errorf("wal: restore the last entry's bytes at %d in %s: %w", off, path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync %s after restoring the last entry's bytes: %w", path, err)
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("wal: close %s after restoring the last entry's bytes: %w", path, err)
 	}
 	return nil
 }
