@@ -45,12 +45,17 @@ func makeLinks(spec *workflow.Spec) []taskLinks {
 			links[i].deps = append(links[i].deps, index[d])
 		}
 	}
+	linkDown(links)
+	return links
+}
+
+// linkDown fills each task's down from the deps of the others.
+func linkDown(links []taskLinks) {
 	for i := range links {
 		for _, d := range links[i].deps {
 			links[d].down = append(links[d].down, i)
 		}
 	}
-	return links
 }
 
 // restoreLinks links a restored run's tasks, checking the dependencies
@@ -84,11 +89,7 @@ func (s *State) linkTasks(run *Run, deps [][]int) {
 		for i := range run.Tasks {
 			shared[i].deps = deps[i]
 		}
-		for i := range shared {
-			for _, d := range shared[i].deps {
-				shared[d].down = append(shared[d].down, i)
-			}
-		}
+		linkDown(shared)
 	}
 	for i, t := range run.Tasks {
 		if own || t.Parent < 0 && i < len(shared) {
