@@ -81,19 +81,13 @@ func parseEventsRequest(r *http.Request) (eventFilter, *engine.EventPos, error) 
 		}
 		f.workflow = v
 	}
-	switch v := q.Get("tasks"); v {
-	case "", "1", "true":
-	case "0", "false":
-		f.noTasks = true
-	default:
-		return f, nil, fmt.Errorf("tasks: must be 1, true, 0 or false, got %q", v)
+	tasks, err := queryBool(q, "tasks", true)
+	if err != nil {
+		return f, nil, err
 	}
-	switch v := q.Get("latest"); v {
-	case "", "0", "false":
-	case "1", "true":
-		f.latest = true
-	default:
-		return f, nil, fmt.Errorf("latest: must be 1, true, 0 or false, got %q", v)
+	f.noTasks = !tasks
+	if f.latest, err = queryBool(q, "latest", false); err != nil {
+		return f, nil, err
 	}
 	id := r.Header.Get("Last-Event-ID")
 	if id == "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -80,14 +81,25 @@ func parseLogsQuery(r *http.Request) (attempt int, follow bool, err error) {
 		}
 		attempt = n
 	}
-	switch v := q.Get("follow"); v {
-	case "", "0", "false":
-	case "1", "true":
-		follow = true
-	default:
-		return 0, false, fmt.Errorf("follow: must be 1, true, 0 or false, got %q", v)
+	if follow, err = queryBool(q, "follow", false); err != nil {
+		return 0, false, err
 	}
 	return attempt, follow, nil
+}
+
+// queryBool reads the query parameter name as 1, true, 0 or false:
+// absent gives def.
+func queryBool(q url.Values, name string, def bool) (bool, error) {
+	switch v := q.Get(name); v {
+	case "":
+		return def, nil
+	case "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s: must be 1, true, 0 or false, got %q", name, v)
+	}
 }
 
 // taskView is the current state of one task of a run, and whether the
