@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -50,7 +51,7 @@ func (s *Server) putWorkflows(w http.ResponseWriter, r *http.Request) {
 // the error lists each bad one.
 func parseBatch(body []byte) ([]engine.WorkflowSource, error) {
 	var req batchRequest
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return nil, fmt.Errorf("%w: body: %v (want {\"workflows\": [{\"file\", \"source\"}]})", engine.ErrInvalid, err)
