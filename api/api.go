@@ -242,11 +242,15 @@ func workflowFile(r *http.Request) (string, error) {
 		return "", nil
 	case len(vs) > 1:
 		return "", fmt.Errorf("%w: %s: given %d times, give it once", engine.ErrInvalid, WorkflowFileHeader, len(vs))
-	case !filepath.IsAbs(vs[0]) || filepath.Clean(vs[0]) != vs[0]:
+	case !cleanAbs(vs[0]):
 		return "", fmt.Errorf("%w: %s: %q is not a clean absolute path", engine.ErrInvalid, WorkflowFileHeader, vs[0])
 	}
 	return vs[0], nil
 }
+
+// cleanAbs says whether p is an absolute path in its clean form, as a
+// workflow's file must be.
+func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 	name, ok := s.name(w, r, "name", "workflow")

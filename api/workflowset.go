@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 
 	"github.com/orkwal/orkwal/engine"
@@ -66,7 +65,7 @@ func parseBatch(body []byte) ([]engine.WorkflowSource, error) {
 	var problems []string
 	for i, wf := range req.Workflows {
 		switch {
-		case wf.File != "" && (!filepath.IsAbs(wf.File) || filepath.Clean(wf.File) != wf.File):
+		case wf.File != "" && !cleanAbs(wf.File):
 			problems = append(problems, fmt.Sprintf("workflows[%d].file: %q is not a clean absolute path", i, wf.File))
 			continue
 		case len(wf.Source) > MaxWorkflowBytes:
