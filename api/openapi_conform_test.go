@@ -369,38 +369,9 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/a/mark", body: `{"status": "maybe"}`, want: 400},
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + chain + "/tasks/nope/mark", body: `{"status": "success"}`, want: 404, valid: true},
 		{op: "POST /runs/{id}/tasks/{name}/mark", method: "POST", path: "/runs/" + done + "/tasks/a/mark", body: `{"status": "success"}`, want: 409, valid: true},
-		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/" + pauseMe + "/pause", want: 200, valid: true},
-		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/not-a-uuid/pause", want: 400},
-		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/" + missing + "/pause", want: 404, valid: true},
-		{op: "POST /runs/{id}/pause", method: "POST", path: "/runs/" + done + "/pause", want: 409, valid: true},
-		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/" + pauseMe + "/resume", want: 200, valid: true},
-		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/not-a-uuid/resume", want: 400},
-		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/" + missing + "/resume", want: 404, valid: true},
-		{op: "POST /runs/{id}/resume", method: "POST", path: "/runs/" + done + "/resume", want: 409, valid: true},
-		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + pauseMe + "/tasks/b/pause", want: 200, valid: true},
-		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + pauseMe + "/tasks/-bad/pause", want: 400},
-		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + pauseMe + "/tasks/nope/pause", want: 404, valid: true},
-		{op: "POST /runs/{id}/tasks/{name}/pause", method: "POST", path: "/runs/" + done + "/tasks/a/pause", want: 409, valid: true},
-		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + pauseMe + "/tasks/b/resume", want: 200, valid: true},
-		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + pauseMe + "/tasks/-bad/resume", want: 400},
-		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + pauseMe + "/tasks/nope/resume", want: 404, valid: true},
-		{op: "POST /runs/{id}/tasks/{name}/resume", method: "POST", path: "/runs/" + done + "/tasks/a/resume", want: 409, valid: true},
-		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/" + pauseMe + "/pause", want: 200, valid: true},
-		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/not-a-uuid/pause", want: 400},
-		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/" + missing + "/pause", want: 404, valid: true},
-		{op: "POST /api/runs/{id}/pause", method: "POST", path: "/api/runs/" + done + "/pause", want: 409, valid: true},
-		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/" + pauseMe + "/resume", want: 200, valid: true},
-		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/not-a-uuid/resume", want: 400},
-		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/" + missing + "/resume", want: 404, valid: true},
-		{op: "POST /api/runs/{id}/resume", method: "POST", path: "/api/runs/" + done + "/resume", want: 409, valid: true},
-		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/" + pauseMe + ":b/pause", want: 200, valid: true},
-		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/nope/pause", want: 400},
-		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/" + missing + ":b/pause", want: 404, valid: true},
-		{op: "POST /api/tasks/{id}/pause", method: "POST", path: "/api/tasks/" + done + ":a/pause", want: 409, valid: true},
-		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/" + pauseMe + ":b/resume", want: 200, valid: true},
-		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/nope/resume", want: 400},
-		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/" + missing + ":b/resume", want: 404, valid: true},
-		{op: "POST /api/tasks/{id}/resume", method: "POST", path: "/api/tasks/" + done + ":a/resume", want: 409, valid: true},
+	}
+	cases = append(cases, pauseCases(pauseMe, done, missing)...)
+	cases = append(cases, []openAPICase{
 		{op: "GET /api/runs", path: "/api/runs?limit=10&offset=0&status=success&workflow=echo", want: 200, valid: true},
 		{op: "GET /api/runs", path: "/api/runs?offset=-1", want: 400},
 		{op: "POST /api/runs", method: "POST", path: "/api/runs", body: `{"workflow": "w"}`, want: 200, valid: true},
@@ -428,8 +399,32 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "PATCH /api/workflows/{name}/schedule", method: "PATCH", path: "/api/workflows/nope/schedule", body: `{"enabled": true}`, want: 404, valid: true},
 		{op: "PATCH /api/workflows/{name}/schedule", method: "PATCH", path: "/api/workflows/w/schedule", body: `{"enabled": true}`, want: 409, valid: true},
 		{op: "POST /ui/logout", method: "POST", path: "/ui/logout", want: 204, valid: true},
-	}
+	}...)
 	return append(cases, generatedCases(t, f, map[string]string{"{name}": "w", "{id}": done})...)
+}
+
+// pauseCases are the cases of the pause and resume routes, orkwal's and
+// Ork's: each pauses (then resumes) a task or run of pauseMe, is refused a
+// malformed id, finds no run missing, and conflicts with the ended done.
+func pauseCases(pauseMe, done, missing string) []openAPICase {
+	routes := []struct{ op, ok, bad, gone, ended string }{
+		{"/runs/{id}", "/runs/" + pauseMe, "/runs/not-a-uuid", "/runs/" + missing, "/runs/" + done},
+		{"/runs/{id}/tasks/{name}", "/runs/" + pauseMe + "/tasks/b", "/runs/" + pauseMe + "/tasks/-bad", "/runs/" + pauseMe + "/tasks/nope", "/runs/" + done + "/tasks/a"},
+		{"/api/runs/{id}", "/api/runs/" + pauseMe, "/api/runs/not-a-uuid", "/api/runs/" + missing, "/api/runs/" + done},
+		{"/api/tasks/{id}", "/api/tasks/" + pauseMe + ":b", "/api/tasks/nope", "/api/tasks/" + missing + ":b", "/api/tasks/" + done + ":a"},
+	}
+	var out []openAPICase
+	for _, rt := range routes {
+		for _, act := range []string{"/pause", "/resume"} {
+			op := "POST " + rt.op + act
+			out = append(out,
+				openAPICase{op: op, method: "POST", path: rt.ok + act, want: 200, valid: true},
+				openAPICase{op: op, method: "POST", path: rt.bad + act, want: 400},
+				openAPICase{op: op, method: "POST", path: rt.gone + act, want: 404, valid: true},
+				openAPICase{op: op, method: "POST", path: rt.ended + act, want: 409, valid: true})
+		}
+	}
+	return out
 }
 
 // generatedCases are, for every operation whose description documents
