@@ -16,10 +16,10 @@ func (s *Server) registerPause() {
 	s.handle("POST /runs/{id}/resume", func(w http.ResponseWriter, r *http.Request) { s.pauseRun(w, r, "", false) })
 	s.handle("POST /runs/{id}/tasks/{name}/pause", func(w http.ResponseWriter, r *http.Request) { s.pauseTask(w, r, true) })
 	s.handle("POST /runs/{id}/tasks/{name}/resume", func(w http.ResponseWriter, r *http.Request) { s.pauseTask(w, r, false) })
-	s.handle("POST /api/runs/{id}/pause", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, r.PathValue("id"), true) })
-	s.handle("POST /api/runs/{id}/resume", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, r.PathValue("id"), false) })
-	s.handle("POST /api/tasks/{id}/pause", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, r.PathValue("id"), true) })
-	s.handle("POST /api/tasks/{id}/resume", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, r.PathValue("id"), false) })
+	s.handle("POST /api/runs/{id}/pause", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, false, true) })
+	s.handle("POST /api/runs/{id}/resume", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, false, false) })
+	s.handle("POST /api/tasks/{id}/pause", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, true, true) })
+	s.handle("POST /api/tasks/{id}/resume", func(w http.ResponseWriter, r *http.Request) { s.orkPause(w, r, true, false) })
 }
 
 func (s *Server) pauseRun(w http.ResponseWriter, r *http.Request, task string, paused bool) {
@@ -32,15 +32,16 @@ func (s *Server) pauseTask(w http.ResponseWriter, r *http.Request, paused bool) 
 	}
 }
 
-// orkPause pauses or resumes a run (its id) or a task (its id as orkwal
-// gives it, "<run id>:<task>") and answers 200 without a body.
-func (s *Server) orkPause(w http.ResponseWriter, r *http.Request, ref string, paused bool) {
+// orkPause pauses or resumes a run (its id) or, with isTask, a task (its
+// id as orkwal gives it, "<run id>:<task>") and answers 200 without a body.
+func (s *Server) orkPause(w http.ResponseWriter, r *http.Request, isTask, paused bool) {
+	ref := r.PathValue("id")
 	id, task, _ := strings.Cut(ref, ":")
 	if err := checkRunID(id); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, "/api/tasks/") != (task != "") {
+	if isTask != (task != "") {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q: a run's id is a UUID, a task's is <run id>:<task> (as GET /api/runs/{id} gives it)", ref))
 		return
 	}
