@@ -68,18 +68,16 @@ func (e *Engine) MarkTask(id, task string, ok bool) (RunView, error) {
 		if !found {
 			return nil, nil, fmt.Errorf("%w: run %q", ErrNotFound, id)
 		}
-		for _, t := range run.Tasks {
-			if t.Key() != task {
-				continue
-			}
-			if run.Status.Finished() && ok {
-				if err := e.admit(st, run.Workflow); err != nil { // the run is pending again
-					return nil, nil, err
-				}
-			}
-			return &replay.TaskMarked{TaskRef: replay.TaskRef{Run: id, Task: t.Index}, OK: ok, At: now}, nil, nil
+		t := taskByKey(run, task)
+		if t == nil {
+			return nil, nil, fmt.Errorf("%w: run %s has no task %q", ErrNotFound, id, task)
 		}
-		return nil, nil, fmt.Errorf("%w: run %s has no task %q", ErrNotFound, id, task)
+		if run.Status.Finished() && ok {
+			if err := e.admit(st, run.Workflow); err != nil { // the run is pending again
+				return nil, nil, err
+			}
+		}
+		return &replay.TaskMarked{TaskRef: replay.TaskRef{Run: id, Task: t.Index}, OK: ok, At: now}, nil, nil
 	})
 	if err != nil {
 		return RunView{}, err

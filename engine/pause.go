@@ -45,13 +45,3 @@ func (e *Engine) PauseRun(id, task string, paused bool) (RunView, error) {
 	}
 	return e.Run(id)
 }
-
-// taskByKey is run's task of key ("process" or "process[3]"), or nil.
-func taskByKey(run *replay.Run, key string) *replay.Task {
-	for _, t := range run.Tasks {
-		if t.Key() == key {
-			return t
-		}
-	}
-	return nil
-}

@@ -393,22 +393,30 @@ func (e *Engine) TaskLog(runID, task string, attempt int) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: run %q", ErrNotFound, runID)
 	}
-	for _, t := range r.Tasks {
-		if t.Key() != task {
-			continue
-		}
-		if t.IsNode() {
-			return "", fmt.Errorf("%w: %s %w; its logs are per instance (%s[0], ...)", ErrNotFound, task, ErrFansOut, task)
-		}
-		if attempt == 0 {
-			attempt = t.Attempt
-		}
-		if attempt < 1 || attempt > t.Attempt {
-			return "", fmt.Errorf("%w: task %s of run %s has no attempt %d (attempts so far: %d)", ErrNotFound, task, runID, attempt, t.Attempt)
-		}
-		return Layout(e.cfg.DataDir).AttemptLog(runID, task, attempt), nil
+	t := taskByKey(r, task)
+	switch {
+	case t == nil:
+		return "", fmt.Errorf("%w: run %s has no task %q", ErrNotFound, runID, task)
+	case t.IsNode():
+		return "", fmt.Errorf("%w: %s %w; its logs are per instance (%s[0], ...)", ErrNotFound, task, ErrFansOut, task)
 	}
-	return "", fmt.Errorf("%w: run %s has no task %q", ErrNotFound, runID, task)
+	if attempt == 0 {
+		attempt = t.Attempt
+	}
+	if attempt < 1 || attempt > t.Attempt {
+		return "", fmt.Errorf("%w: task %s of run %s has no attempt %d (attempts so far: %d)", ErrNotFound, task, runID, attempt, t.Attempt)
+	}
+	return Layout(e.cfg.DataDir).AttemptLog(runID, task, attempt), nil
+}
+
+// taskByKey is run's task of key ("process" or "process[3]"), or nil.
+func taskByKey(run *replay.Run, key string) *replay.Task {
+	for _, t := range run.Tasks {
+		if t.Key() == key {
+			return t
+		}
+	}
+	return nil
 }
 
 func sortWorkflows(ws []WorkflowView) {
