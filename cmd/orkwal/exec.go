@@ -29,6 +29,7 @@ func execCommand() *cli.Command {
 			paramFlag(),
 			&cli.DurationFlag{Name: "timeout", Usage: "cancel the run and fail once it has run this long (default: no limit)"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
+			pythonFlag(),
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
 			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
 			&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "the engine's log on stderr: debug, info, warn or error"},
@@ -69,7 +70,7 @@ func execAction(c *cli.Context) error {
 	}
 	defer cleanup()
 	eng, err := engine.Open(engine.Config{DataDir: dir, MaxConcurrent: c.Int("max-concurrent"), Logger: logger,
-		KillGrace: c.Duration("kill-grace"), MaxLogBytes: c.Int64("max-log-bytes"), CloudRun: cloudRun})
+		KillGrace: c.Duration("kill-grace"), Python: c.String("python"), MaxLogBytes: c.Int64("max-log-bytes"), CloudRun: cloudRun})
 	if err != nil {
 		return exitf(exitFailure, "%v", err)
 	}

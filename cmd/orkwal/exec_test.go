@@ -73,3 +73,41 @@ func TestExecTimeout(t *testing.T) {
 		t.Errorf("output:\n%s", out)
 	}
 }
+
+// TestExecPython: --python (as run's, ORKWAL_PYTHON alike) is the
+// interpreter of exec's python tasks that name none. The one given records
+// each argv it gets, answers the sys.executable question with its own
+// path, and hands the task over to the real one.
+func TestExecPython(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "argv")
+	fake := filepath.Join(dir, "fakepython")
+	os.WriteFile(fake, []byte(`#!/bin/sh
+echo "$*" >> '`+record+`'
+if [ "$1" = -c ]; then echo "$0"; exit 0; fi
+exec /usr/bin/python3 "$@"
+`), 0o755)
+	os.WriteFile(filepath.Join(dir, "tasks.py"), []byte("def hello():\n    return {'said': 'hi'}\n"), 0o644)
+	file := filepath.Join(dir, "py.yaml")
+	os.WriteFile(file, []byte("name: py\ntasks:\n  hello: {executor: python, file: tasks.py, function: hello}\n"), 0o644)
+
+	for _, args := range [][]string{{"exec", "--python", fake, file}, {"exec", file}} {
+		os.Remove(record)
+		if args[1] != "--python" {
+			t.Setenv("ORKWAL_PYTHON", fake)
+		}
+		out, _ := mustCLI(t, exitOK, args...)
+		if !strings.Contains(out, " success") {
+			t.Errorf("%v: output:\n%s", args, out)
+		}
+		got, err := os.ReadFile(record)
+		if err != nil {
+			t.Fatalf("%v: the interpreter given never ran: %v", args, err)
+		}
+		// It is asked for sys.executable, then runs the task's runner.
+		lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "-c ") || !strings.Contains(lines[1], "runner") {
+			t.Errorf("%v: the interpreter given got:\n%s", args, got)
+		}
+	}
+}

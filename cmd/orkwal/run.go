@@ -45,7 +45,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "workflows", Usage: "a folder whose *.yaml/*.yml files manage their workflows: loaded at boot, on SIGHUP and when they change, all or nothing"},
 			&cli.BoolFlag{Name: "strict-workflows", Usage: "refuse to boot when the --workflows folder has a bad file (by default the daemon serves the versions it had and says why)"},
 			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
-			&cli.StringFlag{Name: "python", Value: "python3", EnvVars: []string{"ORKWAL_PYTHON"}, Usage: "the Python of python tasks that name none: a name looked up in PATH or a path, resolved once to the binary it runs"},
+			pythonFlag(),
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
 			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
@@ -72,6 +72,13 @@ func newLogger(format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, exitf(exitUsage, "--log-format: %q is not text or json", format)
+}
+
+// pythonFlag is the Python of python tasks that name none, for run and
+// exec alike (engine.Config.Python).
+func pythonFlag() cli.Flag {
+	return &cli.StringFlag{Name: "python", Value: "python3", EnvVars: []string{"ORKWAL_PYTHON"},
+		Usage: "the Python of python tasks that name none: a name looked up in PATH or a path, resolved once to the binary it runs"}
 }
 
 func runDaemon(c *cli.Context) error {
