@@ -179,3 +179,28 @@ func TestCloudRunShutdownWhileStarting(t *testing.T) {
 	}
 	oneExecution(t, srv)
 }
+
+// TestGoogleTokenIsShared: the engine's default cloudrun executor, which
+// starts an execution (jobs.run), and its Deferred one, which polls it
+// (executions.get), share one access token: one fetch for both kinds of
+// call, not one each.
+func TestGoogleTokenIsShared(t *testing.T) {
+	srv := googletest.New(t, nightlyJob)
+	srv.KeyFile(t)
+	e, err := Open(Config{DataDir: t.TempDir(), Logger: quiet,
+		CloudRun: executors.CloudRunConfig{Project: "p", Region: "europe-west1", Google: executors.GoogleConfig{BaseURL: srv.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	defer e.Close()
+	put(t, e, cloudRunSpec(t, nightlyTask))
+	trigger(t, e, "nightly")
+	srv.Polled(t) // both calls were authorized
+	if n := len(srv.Runs()); n != 1 {
+		t.Errorf("%d executions started, want 1", n)
+	}
+	if n := srv.Tokens(); n != 1 {
+		t.Errorf("%d tokens fetched for a start and a poll, want 1", n)
+	}
+}

@@ -101,6 +101,11 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.CloudRun.Google.Tokens == nil {
+		// One token for the cloudrun executor and the Deferred one (which
+		// polls its executions): a token fetched once until it expires.
+		c.CloudRun.Google.Tokens = executors.NewGoogleTokens(nil)
+	}
 	if c.Executors == nil {
 		py := executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger, Interpreter: c.Python})
 		c.Executors = map[string]executors.Executor{

@@ -35,8 +35,7 @@ import (
 // execution (at-least-once, as every task; the execution's environment
 // carries the task's id and attempt so that a job can tell).
 type CloudRun struct {
-	cfg    CloudRunConfig
-	google *googleAuth
+	cfg CloudRunConfig
 }
 
 // CloudRunConfig configures CloudRun.
@@ -65,7 +64,8 @@ func NewCloudRun(cfg CloudRunConfig) *CloudRun {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &CloudRun{cfg: cfg, google: &googleAuth{client: cfg.Client}}
+	cfg.Google = cfg.Google.withDefaults(cfg.Client)
+	return &CloudRun{cfg: cfg}
 }
 
 // Start checks the job's names and starts its execution.
@@ -145,7 +145,7 @@ func (s *cloudRunStart) start(ctx context.Context) (string, error) {
 		return "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if err := s.c.google.authorize(req); err != nil {
+	if err := s.c.cfg.Google.Tokens.authorize(req); err != nil {
 		return "", fmt.Errorf("cloudrun: run %s: %w", s.name, err)
 	}
 	var op operation
@@ -181,7 +181,7 @@ type operation struct {
 // tracker polls (and cancels) the execution named exec.
 func (s *cloudRunStart) tracker(exec string) tracker {
 	d := executionDescriptor(exec)
-	t, _ := newGoogleTracker(s.c.cfg.Client, s.c.google, s.c.cfg.Google.BaseURL, &d)
+	t, _ := newGoogleTracker(s.c.cfg.Client, s.c.cfg.Google, &d)
 	return t
 }
 

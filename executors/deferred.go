@@ -30,8 +30,7 @@ import (
 // mock://failed… URLs of Ork's examples end at once), "bigquery",
 // "cloudrun" or "dataproc" (see deferred_gcp.go).
 type Deferred struct {
-	cfg    DeferredConfig
-	google *googleAuth // the Application Default Credentials' token, shared
+	cfg DeferredConfig
 }
 
 // DeferredConfig configures Deferred.
@@ -77,7 +76,8 @@ func NewDeferred(cfg DeferredConfig) *Deferred {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Deferred{cfg: cfg, google: &googleAuth{client: cfg.Client}}
+	cfg.Google = cfg.Google.withDefaults(cfg.Client)
+	return &Deferred{cfg: cfg}
 }
 
 // DefersWork reports whether output hands work to the scheduler: a JSON
@@ -173,7 +173,7 @@ func (d *Deferred) tracker(raw json.RawMessage) (tracker, error) {
 	case "custom_http":
 		return newHTTPTracker(d.cfg.Client, &desc)
 	case "bigquery", "cloudrun", "dataproc":
-		return newGoogleTracker(d.cfg.Client, d.google, d.cfg.Google.BaseURL, &desc)
+		return newGoogleTracker(d.cfg.Client, d.cfg.Google, &desc)
 	case "":
 		return nil, errors.New("service_type missing (custom_http, bigquery, cloudrun or dataproc)")
 	}

@@ -14,7 +14,7 @@ import (
 // Admin v2) with the Application Default Credentials (google.go).
 type googleTracker struct {
 	client *http.Client
-	auth   *googleAuth
+	auth   *GoogleTokens
 	name   string // the service and its tracking id, for messages
 	url    string
 	status func(doc *googleJob) (jobStatus, string)
@@ -40,9 +40,9 @@ type googleJob struct {
 	} `json:"conditions"`
 }
 
-func newGoogleTracker(client *http.Client, auth *googleAuth, base string, d *descriptor) (tracker, error) {
-	esc := url.PathEscape
-	t := &googleTracker{client: client, auth: auth}
+func newGoogleTracker(client *http.Client, google GoogleConfig, d *descriptor) (tracker, error) {
+	esc, base := url.PathEscape, google.BaseURL
+	t := &googleTracker{client: client, auth: google.Tokens}
 	switch d.Service {
 	case "bigquery":
 		if err := required(d.Service, "project", d.Project, "job_id", d.JobID); err != nil {

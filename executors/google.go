@@ -34,20 +34,45 @@ type GoogleConfig struct {
 	// BaseURL, when set, replaces the scheme and host of every API call
 	// (tests: a local server following the public REST reference).
 	BaseURL string
+	// Tokens keeps the credentials' access token. Executors given the
+	// same one share it (the engine gives its cloudrun executor and its
+	// Deferred one: a token is fetched once until it expires); nil, an
+	// executor keeps a token of its own.
+	Tokens *GoogleTokens
+}
+
+// withDefaults fills Tokens with a cache of the executor's own, fetching
+// through client.
+func (g GoogleConfig) withDefaults(client *http.Client) GoogleConfig {
+	if g.Tokens == nil {
+		g.Tokens = NewGoogleTokens(client)
+	}
+	return g
 }
 
 const googleScope = "https://www.googleapis.com/auth/cloud-platform"
 
-// googleAuth gives access tokens from the Application Default Credentials.
-type googleAuth struct {
+// GoogleTokens gives access tokens from the Application Default
+// Credentials, the process's one credentials source, and keeps each until
+// a minute before it expires. It is safe for concurrent use.
+type GoogleTokens struct {
 	client *http.Client
-	mu     sync.Mutex
+	mu     sync.Mutex // guards token and expiry, and serialises fetches
 	token  string
 	expiry time.Time
 }
 
+// NewGoogleTokens returns an empty cache that fetches tokens through
+// client (nil: a client with a 30 s timeout).
+func NewGoogleTokens(client *http.Client) *GoogleTokens {
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &GoogleTokens{client: client}
+}
+
 // authorize sets req's bearer token, fetching a new one when needed.
-func (g *googleAuth) authorize(req *http.Request) error {
+func (g *GoogleTokens) authorize(req *http.Request) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.token == "" || time.Until(g.expiry) < time.Minute {
@@ -73,7 +98,7 @@ type keyFile struct {
 	RefreshToken string `json:"refresh_token"`
 }
 
-func (g *googleAuth) fetch(ctx context.Context) (string, time.Duration, error) {
+func (g *GoogleTokens) fetch(ctx context.Context) (string, time.Duration, error) {
 	path := os.Getenv("GOOGLE_APPLICATION_CREDENTIALS")
 	if path == "" {
 		if home, err := os.UserHomeDir(); err == nil {
@@ -139,7 +164,7 @@ func (k *keyFile) assertion(now time.Time) (string, error) {
 	return signed + "." + enc.EncodeToString(sig), nil
 }
 
-func (g *googleAuth) fromMetadata(ctx context.Context) (string, time.Duration, error) {
+func (g *GoogleTokens) fromMetadata(ctx context.Context) (string, time.Duration, error) {
 	host := os.Getenv("GCE_METADATA_HOST")
 	if host == "" {
 		host = "metadata.google.internal"
@@ -153,7 +178,7 @@ func (g *googleAuth) fromMetadata(ctx context.Context) (string, time.Duration, e
 	return g.readToken(req, "metadata server")
 }
 
-func (g *googleAuth) tokenRequest(ctx context.Context, uri string, form url.Values) (string, time.Duration, error) {
+func (g *GoogleTokens) tokenRequest(ctx context.Context, uri string, form url.Values) (string, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, uri, strings.NewReader(form.Encode()))
 	if err != nil {
 		return "", 0, err
@@ -162,7 +187,7 @@ func (g *googleAuth) tokenRequest(ctx context.Context, uri string, form url.Valu
 	return g.readToken(req, uri)
 }
 
-func (g *googleAuth) readToken(req *http.Request, from string) (string, time.Duration, error) {
+func (g *GoogleTokens) readToken(req *http.Request, from string) (string, time.Duration, error) {
 	var tok struct {
 		AccessToken string `json:"access_token"`
 		ExpiresIn   int64  `json:"expires_in"`
