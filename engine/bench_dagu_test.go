@@ -8,11 +8,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/orkwal/orkwal/engine/benchtest"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
@@ -64,8 +63,8 @@ func BenchmarkDaguEngine(b *testing.B) {
 			var ph phases
 			for i := 0; i < b.N; i++ {
 				cpu0 := allCPU()
-				bare += bareSpawn(b, c.spawns, c.workers)
-				fsync, fsyncCPU := fsyncCost(b, dir, 50)
+				bare += benchtest.BareSpawns(b, c.spawns, c.workers).Wall
+				fsync, fsyncCPU := benchtest.FsyncCost(b, dir, 50)
 				floorCPU += allCPU() - cpu0 - 50*fsyncCPU + time.Duration(c.fsyncs)*fsyncCPU
 				floor += time.Duration(c.fsyncs) * fsync
 				start, cpu0 := time.Now(), allCPU()
@@ -121,38 +120,9 @@ func triggerRuns(b *testing.B, e *Engine, name string, n int, atOnce bool) []str
 	return ids
 }
 
-// fsyncCost appends 144 bytes to a new file in dir and fsyncs it, n times,
-// and returns the mean wall and CPU time of one write and fsync (the
-// process's: the engine is idle meanwhile), the way the WAL benchmarks'
-// raw baseline does.
-func fsyncCost(b *testing.B, dir string, n int) (wall, cpu time.Duration) {
-	b.Helper()
-	f, err := os.CreateTemp(dir, "fsync-baseline-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	rec := make([]byte, 144)
-	cpu0, start := cpuTime(), time.Now()
-	for range n {
-		if _, err := f.Write(rec); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return time.Since(start) / time.Duration(n), (cpuTime() - cpu0) / time.Duration(n)
-}
-
 // allCPU is the CPU time of the test process and of the children it has
 // waited for.
-func allCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	return cpuTime() + time.Duration(ru.Utime.Nano()+ru.Stime.Nano())
-}
+func allCPU() time.Duration { return benchtest.SelfCPU() + benchtest.ChildCPU() }
 
 // phases splits the tasks' time by the timestamps the engine records: from
 // dispatch to the start report (the dispatch frame's fsync, the launcher,

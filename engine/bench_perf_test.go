@@ -11,12 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/orkwal/orkwal/engine/benchtest"
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
@@ -47,28 +47,6 @@ func waitRun(b *testing.B, e *Engine, id string) string {
 	return v.Status
 }
 
-// bareSpawn runs `true` n times from `workers` goroutines, the way a
-// minimal Go program would (exec.Command(...).Run()), and returns the time.
-func bareSpawn(b *testing.B, n, workers int) time.Duration {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				if err := exec.Command("true").Run(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Since(start)
-}
-
 // BenchmarkProcessVsBare: 2,000 `true` tasks through the engine (one run,
 // `parallel: 2000`, --max-concurrent 16 or 2: every attempt fsynced, with
 // its contract files, its log pipe and its process group) against the
@@ -90,32 +68,12 @@ func BenchmarkProcessVsBare(b *testing.B) {
 	}
 }
 
-// spawnCost is what one round of 2,000 spawns took.
-type spawnCost struct {
-	wall, self, children time.Duration
-}
-
-func (c *spawnCost) add(o spawnCost) {
-	c.wall += o.wall
-	c.self += o.self
-	c.children += o.children
-}
-
-// measure runs f and returns its wall time and the CPU time of the
-// process and of the children it reaped meanwhile.
-func measure(f func()) spawnCost {
-	self0, child0 := cpuTime(), childCPUTime()
-	start := time.Now()
-	f()
-	return spawnCost{time.Since(start), cpuTime() - self0, childCPUTime() - child0}
-}
-
 func processVsBare(b *testing.B, conc int) {
 	const n = 2000
-	var bare, eng spawnCost
+	var bare, eng benchtest.Cost
 	var turns, frames int64
 	for i := 0; i < b.N; i++ {
-		bare.add(measure(func() { bareSpawn(b, n, conc) }))
+		bare.Add(benchtest.BareSpawns(b, n, conc))
 		e := processEngine(b, conc)
 		if _, _, err := e.PutWorkflow(&workflow.Spec{Name: "spawn", Tasks: []*workflow.Task{
 			{Name: "t", Executor: "process", Command: []string{"true"}, Parallel: n},
@@ -124,7 +82,7 @@ func processVsBare(b *testing.B, conc int) {
 		}
 		turns0, frames0 := e.turns.Load(), e.wal.LastIndex()
 		for r := 0; r < 2; r++ {
-			eng.add(measure(func() {
+			eng.Add(benchtest.Measure(func() {
 				id, err := e.Trigger("spawn", nil, "bench")
 				if err != nil {
 					b.Fatal(err)
@@ -137,19 +95,19 @@ func processVsBare(b *testing.B, conc int) {
 		turns += e.turns.Load() - turns0
 		frames += int64(e.wal.LastIndex() - frames0)
 		e.Close()
-		bare.add(measure(func() { bareSpawn(b, n, conc) }))
+		bare.Add(benchtest.BareSpawns(b, n, conc))
 	}
 	tasks := float64(2 * n * b.N) // of each
 	perTask := func(d time.Duration) float64 { return float64(d.Microseconds()) / tasks }
-	bareRate, engRate := tasks/bare.wall.Seconds(), tasks/eng.wall.Seconds()
+	bareRate, engRate := tasks/bare.Wall.Seconds(), tasks/eng.Wall.Seconds()
 	b.ReportMetric(bareRate, "bare-tasks/s")
 	b.ReportMetric(engRate, "engine-tasks/s")
 	b.ReportMetric(engRate/bareRate, "ratio")
-	b.ReportMetric(perTask(eng.self), "engine-cpu-µs/task")
-	b.ReportMetric(perTask(bare.self), "bare-cpu-µs/task")
-	b.ReportMetric(perTask(eng.children), "engine-child-cpu-µs/task")
-	b.ReportMetric(perTask(bare.children), "bare-child-cpu-µs/task")
-	b.ReportMetric(float64(bare.self+bare.children)/float64(eng.self+eng.children), "cpu-ratio")
+	b.ReportMetric(perTask(eng.Self), "engine-cpu-µs/task")
+	b.ReportMetric(perTask(bare.Self), "bare-cpu-µs/task")
+	b.ReportMetric(perTask(eng.Children), "engine-child-cpu-µs/task")
+	b.ReportMetric(perTask(bare.Children), "bare-child-cpu-µs/task")
+	b.ReportMetric(float64(bare.Self+bare.Children)/float64(eng.Self+eng.Children), "cpu-ratio")
 	b.ReportMetric(float64(turns)/tasks, "turns/task")
 	b.ReportMetric(float64(frames)/tasks, "frames/task")
 }
@@ -245,10 +203,8 @@ func BenchmarkLatency50(b *testing.B) {
 		<-watchDone
 		e.Close()
 	}
-	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	pct := func(p float64) float64 {
-		return float64(lats[min(len(lats)-1, int(float64(len(lats))*p))].Microseconds()) / 1000
-	}
+	slices.Sort(lats)
+	pct := func(p float64) float64 { return float64(benchtest.Percentile(lats, p).Microseconds()) / 1000 }
 	b.ReportMetric(float64(len(lats))/float64(b.N), "runs")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
@@ -327,14 +283,14 @@ func timeOpen(b *testing.B, dir string) (time.Duration, time.Duration) {
 		}
 		exec.Command("sync").Run()
 		b.StartTimer()
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), benchtest.SelfCPU()
 		e, err := Open(Config{DataDir: cp, Logger: quiet, CompactBytes: -1,
 			Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
 		if err != nil {
 			b.Fatal(err)
 		}
 		total += time.Since(start)
-		cpu += cpuTime() - cpu0
+		cpu += benchtest.SelfCPU() - cpu0
 		e.Close()
 	}
 	return total / time.Duration(b.N), cpu / time.Duration(b.N)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
-	"syscall"
+	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/orkwal/orkwal/engine/benchtest"
 	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
@@ -131,14 +130,14 @@ func BenchmarkCompactionPause(b *testing.B) {
 		encoded := make(chan error)
 
 		// old: copied at once inside a turn.
-		cpu0 := cpuTime()
+		cpu0 := benchtest.SelfCPU()
 		old = append(old, turn(func() { snap = st.Snapshot(uint64(i)) }))
 		encode(snap, encoded)
 		oldEnc = append(oldEnc, max(old[i], until(encoded)))
-		oldCPU += cpuTime() - cpu0
+		oldCPU += benchtest.SelfCPU() - cpu0
 
 		// bg: copied by a goroutine, step by step under the lock.
-		cpu0 = cpuTime()
+		cpu0 = benchtest.SelfCPU()
 		copied := make(chan error)
 		start := turn(func() { snap = st.BeginSnapshot(uint64(i)) })
 		go func() {
@@ -150,11 +149,11 @@ func BenchmarkCompactionPause(b *testing.B) {
 		}()
 		bg = append(bg, max(start, until(copied)))
 		bgEnc = append(bgEnc, max(bg[i], until(encoded)))
-		bgCPU += cpuTime() - cpu0
+		bgCPU += benchtest.SelfCPU() - cpu0
 
 		// new: the loop copies one step after each turn (as Engine.loop
 		// does with Engine.copyStep).
-		cpu0 = cpuTime()
+		cpu0 = benchtest.SelfCPU()
 		var longest time.Duration
 		t0 := time.Now()
 		turn(func() { snap = st.BeginSnapshot(uint64(i)) })
@@ -175,7 +174,7 @@ func BenchmarkCompactionPause(b *testing.B) {
 		cur = append(cur, longest)
 		encode(snap, encoded)
 		curEnc = append(curEnc, max(longest, until(encoded)))
-		curCPU += cpuTime() - cpu0
+		curCPU += benchtest.SelfCPU() - cpu0
 		steps += (runs*(tasks+1) + snapshotStep - 1) / snapshotStep
 	}
 	b.StopTimer()
@@ -185,23 +184,23 @@ func BenchmarkCompactionPause(b *testing.B) {
 	var oldWork, stepWork []time.Duration
 	runtime.LockOSThread()
 	for i := 0; i < min(b.N, 20); i++ {
-		c0 := threadCPU()
+		c0 := benchtest.ThreadCPU()
 		st.Snapshot(uint64(i))
-		oldWork = append(oldWork, threadCPU()-c0)
+		oldWork = append(oldWork, benchtest.ThreadCPU()-c0)
 		snap := st.BeginSnapshot(uint64(i))
 		for done := false; !done; {
-			c0 = threadCPU()
+			c0 = benchtest.ThreadCPU()
 			done, _ = snap.CopyStep(snapshotStep)
-			stepWork = append(stepWork, threadCPU()-c0)
+			stepWork = append(stepWork, benchtest.ThreadCPU()-c0)
 		}
 	}
 	runtime.UnlockOSThread()
 
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	report := func(name string, ds []time.Duration) {
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		b.ReportMetric(ms(ds[len(ds)/2]), name+"-p50-ms")
-		b.ReportMetric(ms(ds[(len(ds)*99+99)/100-1]), name+"-p99-ms") // nearest rank
+		slices.Sort(ds)
+		b.ReportMetric(ms(benchtest.Percentile(ds, 0.50)), name+"-p50-ms")
+		b.ReportMetric(ms(benchtest.Percentile(ds, 0.99)), name+"-p99-ms")
 		b.ReportMetric(ms(ds[len(ds)-1]), name+"-max-ms")
 	}
 	report("old", old)
@@ -234,28 +233,6 @@ func bgCopy(e *Engine, snap *replay.Snapshot) error {
 		}
 		runtime.Gosched()
 	}
-}
-
-// threadCPU is the calling thread's CPU time (the goroutine must be locked
-// to its thread).
-func threadCPU() time.Duration {
-	var ts syscall.Timespec
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0) // CLOCK_THREAD_CPUTIME_ID
-	return time.Duration(ts.Nano())
-}
-
-// cpuTime is the process's user+system CPU time: on a shared, noisy machine
-// it shows what the code costs apart from waiting for a core.
-func cpuTime() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) }
-
-// childCPUTime is the user+system CPU time of the children the process
-// has reaped.
-func childCPUTime() time.Duration { return rusageCPU(syscall.RUSAGE_CHILDREN) }
-
-func rusageCPU(who int) time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(who, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFanOut20k: one run whose discover task outputs 20,000 items and

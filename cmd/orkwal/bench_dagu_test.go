@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/orkwal/orkwal/engine/benchtest"
 )
 
 // BenchmarkDagu: Dagu's published workloads on the release binary through
@@ -160,23 +156,22 @@ func (d *benchDaemon) runToEndErr(name string) error {
 
 // floor is the least a workload can take on this host, measured in the
 // same iteration right before it: a bare Go program's spawns of `true`
-// (bareSpawns) plus its fsyncs one after another, each timed as a plain
-// log does one on the data folder's filesystem (a 144-byte write and
-// fsync(2) of a file in the folder that holds the data folder, the way the
-// WAL benchmarks' raw baseline does). Its CPU time is the bare program's
+// (benchtest.BareSpawns) plus its fsyncs one after another, each timed as
+// a plain log does one on the data folder's filesystem (benchtest.FsyncCost:
+// a 144-byte write and fsync(2) of a file in the folder that holds the data
+// folder, the way the WAL benchmarks' raw baseline does). Its CPU time is the bare program's
 // own (RUSAGE_SELF: its goroutines, fork and wait), its children's, and
 // the fsyncs' calling thread's.
 type floor struct {
-	spawns        spawnCost
-	spawnSelfCPU  time.Duration
-	fsync, fsyncC time.Duration // one fsync: wall, CPU
-	fsyncs        int           // the workload's
+	spawns        benchtest.Cost // Self: the bare program's own
+	fsync, fsyncC time.Duration  // one fsync: wall, CPU
+	fsyncs        int            // the workload's
 }
 
-func (f floor) wall() time.Duration { return f.spawns.wall + time.Duration(f.fsyncs)*f.fsync }
+func (f floor) wall() time.Duration { return f.spawns.Wall + time.Duration(f.fsyncs)*f.fsync }
 
 func (f floor) cpu() time.Duration {
-	return f.spawnSelfCPU + f.spawns.childCPU + time.Duration(f.fsyncs)*f.fsyncC
+	return f.spawns.Self + f.spawns.Children + time.Duration(f.fsyncs)*f.fsyncC
 }
 
 // fsyncSamples is how many fsyncs measureFloor times (their mean is the
@@ -187,38 +182,9 @@ const fsyncSamples = 50
 // measureFloor measures a workload's floor in dir (see floor).
 func measureFloor(b *testing.B, dir string, spawns, workers, fsyncs int) floor {
 	b.Helper()
-	f := floor{fsyncs: fsyncs}
-	self0 := selfCPU()
-	f.spawns = bareSpawns(b, spawns, workers)
-	f.spawnSelfCPU = selfCPU() - self0
-	f.fsync, f.fsyncC = fsyncCost(b, dir, fsyncSamples)
+	f := floor{fsyncs: fsyncs, spawns: benchtest.BareSpawns(b, spawns, workers)}
+	f.fsync, f.fsyncC = benchtest.FsyncCost(b, dir, fsyncSamples)
 	return f
-}
-
-// fsyncCost appends 144 bytes to a new file in dir and fsyncs it, n times,
-// and returns the mean wall and CPU time of one write and fsync (the file
-// is created before the clock starts).
-func fsyncCost(b *testing.B, dir string, n int) (wall, cpu time.Duration) {
-	b.Helper()
-	file, err := os.CreateTemp(dir, "fsync-baseline-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(file.Name())
-	defer file.Close()
-	rec := bytes.Repeat([]byte{'x'}, 144)
-	runtime.LockOSThread() // RUSAGE_THREAD: this goroutine's thread alone
-	defer runtime.UnlockOSThread()
-	cpu0, start := threadCPU(), time.Now()
-	for range n {
-		if _, err := file.Write(rec); err != nil {
-			b.Fatal(err)
-		}
-		if err := file.Sync(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return time.Since(start) / time.Duration(n), (threadCPU() - cpu0) / time.Duration(n)
 }
 
 // floorMeter adds up a workload's iterations against their floors.
@@ -231,7 +197,7 @@ type floorMeter struct {
 
 func (m *floorMeter) add(f floor, wall, cpu time.Duration) {
 	m.n++
-	m.floor.spawns.add(f.spawns)
+	m.floor.spawns.Add(f.spawns)
 	m.floor.fsync += f.fsync
 	m.fsyncC += f.fsyncC
 	m.floorWall += f.wall()
@@ -248,65 +214,18 @@ func (m *floorMeter) add(f floor, wall, cpu time.Duration) {
 func (m *floorMeter) report(b *testing.B, spawns int) {
 	n := float64(m.n)
 	b.ReportMetric(m.total.Seconds()/n, "s")
-	b.ReportMetric(m.floor.spawns.wall.Seconds()/n, "bare-s")
+	b.ReportMetric(m.floor.spawns.Wall.Seconds()/n, "bare-s")
 	b.ReportMetric(m.floorWall.Seconds()/n, "floor-s")
 	b.ReportMetric(float64(m.total)/float64(m.floorWall), "ratio")
-	b.ReportMetric(float64(m.total)/float64(m.floor.spawns.wall), "bare-ratio")
+	b.ReportMetric(float64(m.total)/float64(m.floor.spawns.Wall), "bare-ratio")
 	b.ReportMetric(m.cpu.Seconds()/n, "cpu-s")
 	b.ReportMetric(m.floorCPU.Seconds()/n, "floor-cpu-s")
 	b.ReportMetric(float64(m.cpu)/float64(m.floorCPU), "cpu-ratio")
 	b.ReportMetric(float64(m.floor.fsync.Microseconds())/1000/n, "fsync-ms")
-	b.ReportMetric(n*float64(spawns)/m.floor.spawns.wall.Seconds(), "spawns/s")
+	b.ReportMetric(n*float64(spawns)/m.floor.spawns.Wall.Seconds(), "spawns/s")
 	b.ReportMetric(n/m.floor.fsync.Seconds(), "fsyncs/s")
-	b.ReportMetric(float64(m.floor.spawns.childCPU.Microseconds())/1000/(n*float64(spawns)), "child-cpu-ms/spawn")
+	b.ReportMetric(float64(m.floor.spawns.Children.Microseconds())/1000/(n*float64(spawns)), "child-cpu-ms/spawn")
 	b.ReportMetric(float64(runtime.NumCPU()), "cpus")
-}
-
-// spawnCost is what a bare baseline's spawns took: wall-clock time, and
-// the CPU time (user + system) their processes used themselves.
-type spawnCost struct {
-	wall, childCPU time.Duration
-}
-
-func (c *spawnCost) add(d spawnCost) {
-	c.wall += d.wall
-	c.childCPU += d.childCPU
-}
-
-// bareSpawns runs `true` n times from `workers` goroutines, as a minimal
-// Go program would, and returns what it took.
-func bareSpawns(b *testing.B, n, workers int) spawnCost {
-	b.Helper()
-	var next, cpu atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				cmd := exec.Command("true")
-				if err := cmd.Run(); err != nil {
-					b.Error(err)
-					return
-				}
-				cpu.Add(int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()))
-			}
-		})
-	}
-	wg.Wait()
-	return spawnCost{wall: time.Since(start), childCPU: time.Duration(cpu.Load())}
-}
-
-// selfCPU is this process's user and system CPU time, its children's
-// excluded.
-func selfCPU() time.Duration { return rusage(syscall.RUSAGE_SELF) }
-
-// threadCPU is the calling thread's user and system CPU time.
-func threadCPU() time.Duration { return rusage(1) } // RUSAGE_THREAD
-
-func rusage(who int) time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(who, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procTotalCPU is the CPU time of process pid and of its children it has
