@@ -152,9 +152,9 @@ type Event struct {
 	ExitCode int    // -1 when killed by a signal or never started
 	Err      string // a human-readable reason when !OK ("exit status 3", "killed by signal", ...)
 	Output   []byte // the JSON value the task wrote to ORKWAL_OUTPUT, if any
-	// Cleaned: the executor removed the attempt's scratch files (Job.Scratch)
-	// itself as it ended, so the engine need not (RemoveScratch). false
-	// leaves them to the engine.
+	// Cleaned: the executor removes the attempt's scratch files (Job.Scratch)
+	// itself as it ends, right after this report, so the engine need not
+	// (RemoveScratch). false leaves them to the engine.
 	Cleaned bool
 }
 

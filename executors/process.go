@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -53,6 +54,9 @@ type Process struct {
 
 	// noReactor makes Start use the way without the reactor (tests).
 	noReactor bool
+	// cleaned, when set, is called once an attempt's scratch files are
+	// removed, after its Finished report (tests).
+	cleaned func(taskID string)
 }
 
 // NewProcess returns a Process executor, filling the defaults of cfg.
@@ -103,12 +107,15 @@ func (p *Process) Prepare(job Job) (Prepared, error) {
 	return pp, nil
 }
 
-// preparedProcess is a job of Process ready to be spawned.
+// preparedProcess is a job of Process ready to be spawned: its files and
+// its environment are made while its dispatch is being made durable, so
+// the spawn is all that is left once it is.
 type preparedProcess struct {
 	p     *Process
 	job   Job
 	path  string // the command, looked up
 	files attemptFiles
+	env   []string
 	out   *taskOutput
 }
 
@@ -129,7 +136,7 @@ func (p *Process) prepare(job Job) (*preparedProcess, error) {
 		_ = RemoveScratch(job.Scratch) // what was prepared is not left behind
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, prepFailed(err))
 	}
-	return &preparedProcess{p: p, job: job, path: path, files: files, out: out}, nil
+	return &preparedProcess{p: p, job: job, path: path, files: files, env: buildEnv(os.Environ(), job, files), out: out}, nil
 }
 
 // Abort closes the log, removes it if it is empty, and removes the
@@ -155,7 +162,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		}
 		path, argv = held.path, held.argv
 	}
-	c, err := spawn(path, argv, job.Workdir, buildEnv(os.Environ(), job, files), out, held.childEnd())
+	c, err := spawn(path, argv, job.Workdir, pp.env, out, held.childEnd())
 	held.spawned(job.Hold, err == nil)
 	if err != nil {
 		out.abort()
@@ -172,7 +179,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		StartTime: c.start,
 	}
 	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes,
-		logPath: job.LogPath, logger: p.cfg.Logger, out: out}
+		logPath: job.LogPath, logger: p.cfg.Logger, out: out, cleaned: p.cleaned}
 	if job.InputFile == "" {
 		fin.ownInput = files.input
 	}
@@ -226,7 +233,7 @@ func wait(c *child, h *processHandle, fin finishInfo, out *taskOutput, report fu
 	h.markExited()
 	status, waitErr := c.reap()
 	fin.logIncomplete(out.finish(h.stopNote()))
-	report(finishEvent(fin, status, waitErr))
+	fin.report(status, waitErr, report)
 }
 
 // openLog opens path for appending, creating it and its parent folder if
@@ -249,12 +256,35 @@ func openLog(path string) (*os.File, error) {
 	return f, nil
 }
 
+// report reports the attempt's Finished event (see finishEvent), then
+// removes its scratch files (see cleanScratch): the removal, a system call
+// or two on the data folder, is not on the path from a task's exit to the
+// engine's decision on it (the next task of a chain waits for that).
+func (f finishInfo) report(status syscall.WaitStatus, waitErr error, report func(Event)) {
+	ev, present := finishEvent(f, status, waitErr)
+	report(ev)
+	if f.ownInput != "" || present {
+		// The report woke its reader (the engine's loop) onto this
+		// goroutine's processor, where it would wait behind the removal's
+		// system calls: let it run first.
+		runtime.Gosched()
+		if err := f.cleanScratch(present); err != nil && f.logger != nil {
+			f.logger.Warn("task scratch files not removed", "task", f.taskID, "attempt", f.attempt, "err", err)
+		}
+	}
+	if f.cleaned != nil {
+		f.cleaned(f.taskID)
+	}
+}
+
 // finishEvent builds the Finished event from the reaped status (or the
-// error that prevented reaping) and the output file. A failed exit is the
-// reason even when the output is also bad; the output is attached whenever
-// it is acceptable.
-func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event {
-	ev := Event{Kind: Finished, TaskID: fin.taskID, Attempt: fin.attempt}
+// error that prevented reaping) and the output file, and tells whether
+// something is at the output path. A failed exit is the reason even when
+// the output is also bad; the output is attached whenever it is
+// acceptable. The event says Cleaned: the caller removes the attempt's
+// files right after reporting it (see finishInfo.report).
+func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) (ev Event, present bool) {
+	ev = Event{Kind: Finished, TaskID: fin.taskID, Attempt: fin.attempt, Cleaned: true}
 	code, exitReason := exitResult(status, waitErr)
 	ev.ExitCode = code
 	out, outErr := readOutput(fin.outputPath, fin.maxOutputBytes)
@@ -272,25 +302,24 @@ func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) Event
 	if outErr == nil {
 		ev.Output = out
 	}
-	ev.Cleaned = fin.cleanScratch(out != nil || outErr != nil)
 	ev.At = time.Now()
-	return ev
+	return ev, out != nil || outErr != nil
 }
 
 // cleanScratch removes the attempt's files once its output is read: its
 // own input file, and what the task left at ORKWAL_OUTPUT (present:
-// readOutput found something there). It tells whether that went well,
-// and so whether the engine need not remove them again (Event.Cleaned).
-// A task that wrote no output costs no system call here.
-func (f finishInfo) cleanScratch(present bool) bool {
-	ok := true
-	if f.ownInput != "" && removeScratchFile(f.ownInput) != nil {
-		ok = false
+// readOutput found something there). A task that wrote no output costs
+// no system call here. What it could not remove stays until its run is
+// removed (the engine sweeps a removed run's files).
+func (f finishInfo) cleanScratch(present bool) error {
+	var err error
+	if f.ownInput != "" {
+		err = removeScratchFile(f.ownInput)
 	}
-	if present && removeScratchFile(f.outputPath) != nil {
-		ok = false
+	if present {
+		err = errors.Join(err, removeScratchFile(f.outputPath))
 	}
-	return ok
+	return err
 }
 
 // orkOutput is the value of the task's last ORK_OUTPUT:<json> line (see

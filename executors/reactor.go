@@ -92,7 +92,8 @@ type finishInfo struct {
 	outputPath     string
 	ownInput       string // the attempt's own input file; "" when it is shared (Job.InputFile)
 	maxOutputBytes int64
-	out            *taskOutput // its ORK_OUTPUT line, once the log is complete
+	out            *taskOutput         // its ORK_OUTPUT line, once the log is complete
+	cleaned        func(taskID string) // see Process.cleaned
 }
 
 // theReactor is the process-wide reactor, started on first use; nil (with
@@ -374,7 +375,7 @@ func (r *reactor) finish(p *proc) {
 		} else {
 			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
-		p.report(finishEvent(p.fin, p.status, p.waitErr))
+		p.fin.report(p.status, p.waitErr, p.report)
 	}()
 }
 

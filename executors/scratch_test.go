@@ -41,8 +41,8 @@ cat "$ORKWAL_INPUT" > "$ORKWAL_OUTPUT"
 	}
 }
 
-// A process attempt removes its own files as it ends and says so
-// (Event.Cleaned); a shared input is left.
+// A process attempt removes its own files as it ends, right after its
+// Finished report, which says so (Event.Cleaned); a shared input is left.
 func TestProcessCleansItsScratch(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -63,8 +63,19 @@ func TestProcessCleansItsScratch(t *testing.T) {
 			if tt.shared {
 				job.InputFile = filepath.Join(t.TempDir(), "input.json")
 			}
-			if fin := runJob(t, job); !fin.Cleaned {
+			p := newTestProcess(ProcessConfig{})
+			cleaned := make(chan string, 1)
+			p.cleaned = func(taskID string) { cleaned <- taskID }
+			events := make(chan Event, 2)
+			if _, err := p.Start(job, func(ev Event) { events <- ev }); err != nil {
+				t.Fatal(err)
+			}
+			expectStarted(t, job, events)
+			if fin := expectFinished(t, job, events); !fin.Cleaned {
 				t.Fatalf("Finished = %+v, want Cleaned", fin)
+			}
+			if id := <-cleaned; id != job.TaskID {
+				t.Fatalf("cleaned %s, want %s", id, job.TaskID)
 			}
 			for _, suffix := range scratchSuffixes {
 				if _, err := os.Lstat(job.Scratch + suffix); !os.IsNotExist(err) {
@@ -103,5 +114,35 @@ func TestSpawnStartTimeFromClock(t *testing.T) {
 	}
 	if got := tickCheck.Load(); got != 1 {
 		t.Errorf("tickCheck = %d: the clock's ticks were never taken as the start time", got)
+	}
+}
+
+// TestProcessReportsBeforeCleaning: a process attempt's Finished report
+// does not wait for the removal of its input file (a system call on the
+// data folder, on the path from a task's exit to the start of the next
+// task of a chain): the file is still there when the report is made, and
+// gone once the executor says it is done.
+func TestProcessReportsBeforeCleaning(t *testing.T) {
+	t.Parallel()
+	job := newTestJob(t, "true")
+	job.Input = []byte(`{"upstream":{"a":null}}`)
+	p := newTestProcess(ProcessConfig{})
+	cleaned := make(chan string, 1)
+	p.cleaned = func(taskID string) { cleaned <- taskID }
+	atReport := make(chan error, 1)
+	if _, err := p.Start(job, func(ev Event) {
+		if ev.Kind == Finished {
+			_, err := os.Lstat(job.Scratch + inputSuffix)
+			atReport <- err
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-atReport; err != nil {
+		t.Fatalf("input file at the Finished report: %v, want it still there", err)
+	}
+	<-cleaned
+	if _, err := os.Lstat(job.Scratch + inputSuffix); !os.IsNotExist(err) {
+		t.Fatalf("input file once cleaned: %v, want it removed", err)
 	}
 }
