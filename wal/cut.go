@@ -54,10 +54,10 @@ func CutAt(dir string, index uint64, keep string, logger *slog.Logger) error {
 		return err
 	}
 	for i := len(segs) - 1; i > at; i-- {
-		if err := removeSegment(segs[i].path); err != nil {
+		if err := removeFile(segs[i].path); err != nil {
 			return fmt.Errorf("wal: remove %s: %w", segs[i].path, err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := syncDirFor(dir, "after removing "+segs[i].path); err != nil {
 			return err
 		}
 	}
@@ -87,9 +87,6 @@ func planCut(dir string, index uint64) (segs []segmentFile, at int, off int64, e
 	at, off, err = findCut(segs, index)
 	return segs, at, off, err
 }
-
-// removeSegment is os.Remove for CutAt; tests make it fail.
-var removeSegment = os.Remove
 
 // findCut returns the segment holding index and the byte offset of its entry,
 // walking length prefixes only. index may be one past the last entry of a
@@ -132,7 +129,7 @@ func offsetOf(data []byte, first, index uint64) (int64, error) {
 
 // copyRemoved writes what a cut removes into the folder keep, fsynced.
 func copyRemoved(segs []segmentFile, off int64, keep string) error {
-	if err := os.MkdirAll(keep, 0o700); err != nil {
+	if err := mkdirAll(keep); err != nil {
 		return fmt.Errorf("wal: create %s: %w", keep, err)
 	}
 	for i, s := range segs {
@@ -144,10 +141,10 @@ func copyRemoved(segs []segmentFile, off int64, keep string) error {
 			return fmt.Errorf("wal: keep a copy of %s: %w", s.path, err)
 		}
 	}
-	if err := syncDir(keep); err != nil {
+	if err := syncDirFor(keep, "the copies of what the cut removes"); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(keep))
+	return syncDirFor(filepath.Dir(keep), "the name of "+keep)
 }
 
 func copyFrom(src string, from int64, dst string) error {
@@ -172,11 +169,11 @@ func truncateFile(path string, size int64) error {
 		return fmt.Errorf("wal: open %s: %w", path, err)
 	}
 	defer f.Close()
-	if err := f.Truncate(size); err != nil {
-		return fmt.Errorf("wal: truncate %s: %w", path, err)
+	if err := truncate(f, size); err != nil {
+		return fmt.Errorf("wal: truncate %s at offset %d: %w", path, size, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync %s: %w", path, err)
+	if err := syncFile(f); err != nil {
+		return fmt.Errorf("wal: %w: %s after truncating it at offset %d: %w", ErrSync, path, size, err)
 	}
 	return nil
 }

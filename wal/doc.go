@@ -55,9 +55,10 @@
 //     torn.go): a torn write (some 512-byte sector of it reads as zeros or
 //     lies past the end of the file, and its written sectors agree with
 //     its length) is cut: the bytes from there to the end, less trailing
-//     zeros, are copied to "<segment>.broken-<unix nanos>" (fsynced), the
-//     segment is truncated to the last whole frame and fsynced, the folder
-//     is fsynced, and a log line says what was cut. A whole frame whose
+//     zeros, are copied to "<segment>.broken-<unix nanos>" (fsynced, then
+//     the folder fsynced), the segment is truncated to the last whole frame
+//     and fsynced, the folder is fsynced, and a log line says what was
+//     cut. A whole frame whose
 //     length prefix alone, or whose checksum's last 1 to 4 bytes alone,
 //     read as zeros is kept (those bytes written back). Anything else is corruption of a frame written whole
 //     (acknowledged): a *CorruptError, and nothing changes.
@@ -65,8 +66,11 @@
 //     however often the daemon crashes). Before that, what a crash left of
 //     an earlier version's front truncation is finished (resolveLegacy).
 //  2. The tail segment and the folder are fsynced: what an earlier process
-//     wrote and never fsynced (it was killed first) is made durable before
-//     anything new is acknowledged on top of it.
+//     wrote and never fsynced (it was killed first), and what step 1
+//     changed, is made durable before anything new is acknowledged on top
+//     of it. A failure at any step is an ErrSync (or the failed call's
+//     error) naming the file and what it was doing; every recovery call
+//     goes through fsio.go's seam, which the tests record.
 //  3. Every other segment is checked when it is read (Replay, Verify): a bad
 //     frame there, a gap between segments or a missing segment is corruption,
 //     reported as a *CorruptError with the segment, offset, index and reason,

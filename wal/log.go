@@ -134,10 +134,12 @@ func newRequest() any { return &request{done: make(chan struct{}, 1)} }
 // the last segment is returned as a *CorruptError.
 func Open(dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	// Before anything is written in it: a power cut after a segment's
+	// fsync must not lose the folder's name.
+	if err := syncDirFor(filepath.Dir(dir), "make the wal folder's name durable"); err != nil {
 		return nil, err
 	}
 	if err := resolveLegacy(dir, opts.Logger); err != nil {

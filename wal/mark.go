@@ -52,26 +52,33 @@ func readMark(dir string) (uint64, error) {
 }
 
 // setMark moves the folder's mark from index from (0: there is none) to
-// to (0: remove it), and fsyncs the folder.
+// to (0: remove it), and fsyncs the folder. A power cut before that fsync
+// leaves the mark where it was (or, after a creation or removal, none):
+// a mark older than the log's end, which Open accepts and moves again;
+// the fsync comes before the entry that needs the new mark is acknowledged
+// (Append) or the log is served (Open's markLast), and before CutAt
+// removes what the old mark names.
 func setMark(dir string, from, to uint64) error {
 	var err error
+	target := filepath.Join(dir, markName(to))
 	switch {
 	case from == to:
 		return nil
 	case from == 0:
 		var f *os.File
-		if f, err = os.OpenFile(filepath.Join(dir, markName(to)), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		if f, err = createFile(target, 0); err == nil {
 			err = f.Close()
 		}
 	case to == 0:
-		err = os.Remove(filepath.Join(dir, markName(from)))
+		target = filepath.Join(dir, markName(from))
+		err = removeFile(target)
 	default:
-		err = os.Rename(filepath.Join(dir, markName(from)), filepath.Join(dir, markName(to)))
+		err = renameFile(filepath.Join(dir, markName(from)), target)
 	}
 	if err != nil {
-		return fmt.Errorf("wal: mark segment %d as the newest: %w", to, err)
+		return fmt.Errorf("wal: mark segment %d as the newest (%s): %w", to, target, err)
 	}
-	return syncDir(dir)
+	return syncDirFor(dir, fmt.Sprintf("mark segment %d as the newest", to))
 }
 
 // errMarkedGone is the reason of a refusal by checkMark.

@@ -19,11 +19,14 @@ const maxLookahead = 1 << 20
 // tailEnd is where the last segment of a folder ends once repairTail is
 // done: the index of its last entry (its first index - 1 when it is empty),
 // where its entries end, and its size in bytes (larger when zero padding
-// follows the entries; never smaller).
+// follows the entries; never smaller). repaired says what repairTail
+// changed in it ("" when nothing), which openSegments' fsync of the tail
+// makes durable (its error names it).
 type tailEnd struct {
-	last  uint64
-	bytes int
-	size  int
+	last     uint64
+	bytes    int
+	size     int
+	repaired string
 }
 
 // repairTail applies recovery step 1 (see the package doc) to the last
@@ -82,14 +85,16 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 		logger.Warn("wal: restored "+k.what+" of the last entry: its frame is whole (a torn write that lost those bytes, or a damaged byte)",
 			"segment", last.path, "offset", good, "index", ce.Index)
 		end.bytes, end.size = k.end, max(end.size, k.end)
+		end.repaired = fmt.Sprintf("the %s of index %d restored at offset %d", k.what, ce.Index, k.at)
 		return 0, end, nil
 	}
 	end.size = int(good) // what follows is cut
 	if err := cutTail(last.path, data, good); err != nil {
 		return 0, tailEnd{}, err
 	}
+	end.repaired = fmt.Sprintf("the cut of its torn tail at offset %d (index %d)", good, ce.Index)
 	pruneBroken(dir, logger)
-	if err := syncDir(dir); err != nil {
+	if err := syncDirFor(dir, "after cutting the torn tail of "+last.path); err != nil {
 		return 0, tailEnd{}, err
 	}
 	cut := int64(len(trimZeros(data[good:]))) // the torn bytes, not the padding after them
@@ -98,17 +103,18 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 	return cut, end, nil
 }
 
-// restoreBytes writes bytes of a kept entry back at off. It does not fsync:
-// repairTail's only caller, Open, fsyncs the same file (the tail) in
-// openSegments before it returns, so before anything is read from the log
-// or acknowledged; a power cut before that fsync leaves the bytes as they
-// were, and the next boot judges and restores them again alike.
+// restoreBytes writes bytes of a kept entry back at off. It does not fsync
+// (see repairTail): a power cut before openSegments' fsync of the tail
+// leaves on disk the bytes as they were, or some of the sectors written
+// here (a write is atomic per sector at best): the frame is then whole, or
+// still misses some of the same bytes, and the next Open judges it and
+// restores them again alike (or finds it whole).
 func restoreBytes(path string, off int64, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("wal: open %s to restore the last entry's bytes: %w", path, err)
 	}
-	if _, err := f.WriteAt(b, off); err != nil {
+	if err := writeAt(f, b, off); err != nil {
 		f.Close()
 		return fmt.Errorf("wal: restore the last entry's bytes at %d in %s: %w", off, path, err)
 	}
@@ -163,7 +169,7 @@ func pruneBroken(dir string, logger *slog.Logger) {
 	}
 	sort.Slice(paths, func(i, j int) bool { return stamp(paths[i]) < stamp(paths[j]) })
 	for _, p := range paths[:len(paths)-KeepBroken] {
-		if err := os.Remove(p); err != nil {
+		if err := removeFile(p); err != nil {
 			logger.Warn("wal: could not remove an old torn-tail copy", "file", p, "err", err)
 		}
 	}
@@ -180,14 +186,27 @@ func trimZeros(b []byte) []byte {
 
 // cutTail keeps data[good:] in a .broken copy, less the zero padding after
 // the torn bytes, then truncates the segment (padding included: the next
-// write pads it again).
+// write pads it again). What a power cut leaves at each step, and why the
+// next Open handles it:
+//
+//  1. The copy is written and fsynced: before its fsync, a copy that is
+//     missing, partial or empty, and the segment untouched. The next Open
+//     judges the same tail, cuts it again into a new copy; the old one is
+//     never read, and pruned with the others (pruneBroken).
+//  2. The folder is fsynced, so that the copy's name is durable before the
+//     bytes it keeps are cut: after it, two copies at worst once the next
+//     Open cuts again.
+//  3. The segment is truncated and fsynced. A power cut before the fsync
+//     leaves the old size, so a torn tail again (the same bytes, or those
+//     of them that had reached the disk: never fsynced, never
+//     acknowledged), which the next Open judges and cuts as here; or the
+//     new size, a tail that ends with a whole frame.
 func cutTail(path string, data []byte, good int64) error {
 	broken := fmt.Sprintf("%s.broken-%d", path, time.Now().UnixNano())
 	if err := writeFileSync(broken, trimZeros(data[good:])); err != nil {
-		return fmt.Errorf("wal: keep torn tail of %s: %w", path, err)
+		return fmt.Errorf("wal: keep the torn tail of %s (from offset %d) in %s: %w", path, good, broken, err)
 	}
-	// The copy's name is durable before the bytes it keeps are cut.
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := syncDirFor(filepath.Dir(path), fmt.Sprintf("name %s before cutting %s at offset %d", filepath.Base(broken), path, good)); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -195,46 +214,29 @@ func cutTail(path string, data []byte, good int64) error {
 		return fmt.Errorf("wal: open %s to cut its tail: %w", path, err)
 	}
 	defer f.Close()
-	if err := f.Truncate(good); err != nil {
-		return fmt.Errorf("wal: truncate %s at %d: %w", path, good, err)
+	if err := truncate(f, good); err != nil {
+		return fmt.Errorf("wal: cut the torn tail of %s at offset %d: %w", path, good, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync %s after cut: %w", path, err)
+	if err := syncFile(f); err != nil {
+		return fmt.Errorf("wal: %w: %s after cutting it at offset %d: %w", ErrSync, path, good, err)
 	}
 	return nil
 }
 
+// writeFileSync writes data to a new file at path (replacing one there),
+// fsynced. Its name is durable once the caller fsyncs the folder.
 func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := createFile(path, os.O_TRUNC)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := writeAt(f, data, 0); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncFile(f); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("%w: %w", ErrSync, err)
 	}
 	return f.Close()
-}
-
-// SyncDir fsyncs a folder so that file creations, renames and removals in
-// it are durable.
-func SyncDir(dir string) error { return syncDir(dir) }
-
-// syncDir fsyncs a folder; tests record its calls.
-var syncDir = fsyncDir
-
-func fsyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("wal: open folder %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync folder %s: %w", dir, err)
-	}
-	return nil
 }

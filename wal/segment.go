@@ -102,12 +102,21 @@ func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
 // openSegments opens the folder for appending, after repairTail: the last
 // segment ends with a whole frame, where end says. An empty folder gets its
 // first segment (index 1). The tail segment and the folder are fsynced before it
-// returns: a process killed before its own fsyncs may have left a frame
-// that is only in the page cache, or a segment whose name is not durable
-// (killed between creating it and the folder fsync); a power cut after
-// this process acknowledged later frames must not lose those. Every
-// segment before the tail is durable whole: it was the tail of an earlier
-// Open, or every frame in it was fsynced by its commit.
+// returns, and nothing is changed before those fsyncs: they make durable
+//   - what an earlier process wrote and never fsynced (it was killed before
+//     its own fsyncs: a frame only in the page cache, or a segment whose
+//     name is not durable, killed between creating it and the folder
+//     fsync), which a power cut after this process acknowledged later
+//     frames must not lose;
+//   - what repairTail changed without an fsync (end.repaired: a kept
+//     entry's restored bytes), and the folder changes of this Open (an
+//     earlier version's temporary files removed, this first segment's
+//     name): a power cut before them leaves the folder as it was or as
+//     changed, each of which the next Open repairs alike (see
+//     restoreBytes, removeStaleTemp).
+//
+// Every segment before the tail is durable whole: it was the tail of an
+// earlier Open, or every frame in it was fsynced by its commit.
 func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segments, error) {
 	segs, err := listSegments(dir)
 	if err != nil {
@@ -115,7 +124,7 @@ func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segmen
 	}
 	if len(segs) == 0 {
 		path := filepath.Join(dir, segmentName(1))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := createFile(path, os.O_EXCL)
 		if err != nil {
 			return nil, fmt.Errorf("wal: create %s: %w", path, err)
 		}
@@ -134,11 +143,15 @@ func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segmen
 			return nil, fmt.Errorf("wal: %w: open: %w", ErrSync, err)
 		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("wal: %w: %s at open: %w", ErrSync, tail.path, err)
+	what := "what an earlier process wrote to it"
+	if end.repaired != "" {
+		what = end.repaired
 	}
-	if err := syncDir(dir); err != nil {
+	if err := syncFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: %w: %s at open, making durable %s: %w", ErrSync, tail.path, what, err)
+	}
+	if err := syncDirFor(dir, "the wal folder at open"); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -164,7 +177,7 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 			return false, err
 		}
 		path := filepath.Join(s.dir, segmentName(index))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := createFile(path, os.O_EXCL)
 		if err != nil {
 			return false, fmt.Errorf("create segment %s: %w", path, err)
 		}
@@ -236,18 +249,23 @@ var padWrite = (*os.File).WriteAt
 
 // unpad truncates the tail's padding, fsynced, before it stops being the
 // tail: only when a folder padded with a larger segment size left more
-// padding than its entries now reach.
+// padding than its entries now reach, and at Close. At a roll the fsync
+// comes before the next segment is created: a power cut before it leaves
+// the padding, in the file that is still the tail (the next Open reads it
+// as such); without it a power cut could keep the new segment and lose
+// the truncation, leaving padding in a segment that is not the tail,
+// which an earlier version reads as corruption in the middle of the log.
 func (s *segments) unpad() error {
 	if s.padded <= s.bytes {
 		return nil
 	}
-	if err := s.tail.Truncate(int64(s.bytes)); err != nil {
-		return fmt.Errorf("truncate the padding of %s: %w", s.name, err)
+	if err := truncate(s.tail, int64(s.bytes)); err != nil {
+		return fmt.Errorf("truncate the padding of %s at offset %d: %w", s.name, s.bytes, err)
 	}
-	if err := s.tail.Sync(); err != nil {
+	if err := syncFile(s.tail); err != nil {
 		// An fsync's failure, whatever its errno: never taken for a full
 		// disk that a reopen could get over.
-		return fmt.Errorf("%w: %s after truncating its padding: %w", ErrSync, s.name, err)
+		return fmt.Errorf("%w: %s after truncating its padding at offset %d: %w", ErrSync, s.name, s.bytes, err)
 	}
 	s.padded = s.bytes
 	return nil
@@ -287,11 +305,11 @@ func removeFront(dir string, drop []segmentFile, removing func(string)) error {
 		if removing != nil {
 			removing(sg.path)
 		}
-		if err := os.Remove(sg.path); err != nil {
+		if err := removeFile(sg.path); err != nil {
 			return fmt.Errorf("wal: remove %s: %w", sg.path, err)
 		}
-		if err := syncDir(dir); err != nil {
-			return fmt.Errorf("%w: after removing %s: %w", ErrSync, sg.path, err)
+		if err := syncDirFor(dir, "after removing "+sg.path); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -316,24 +334,27 @@ func resolveLegacy(dir string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// A power cut at any step below leaves what the next Open (or CutAt)
+	// finishes alike: the .START file, with some of the segments it
+	// supersedes (removed again), or renamed (durable by the last fsync).
 	for _, sg := range segs {
 		if sg.first <= index { // the .START holds index and after
-			if err := os.Remove(sg.path); err != nil {
-				return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
+			if err := removeFile(sg.path); err != nil {
+				return fmt.Errorf("wal: finish an interrupted truncation: remove %s: %w", sg.path, err)
 			}
 		}
 	}
 	// The removals are durable before the rename: an old segment that
 	// outlived it would overlap the renamed one.
-	if err := syncDir(dir); err != nil {
+	if err := syncDirFor(dir, "remove the segments "+filepath.Base(start)+" supersedes before its rename"); err != nil {
 		return err
 	}
 	final := filepath.Join(dir, segmentName(index))
-	if err := os.Rename(start, final); err != nil {
-		return fmt.Errorf("wal: finish an interrupted truncation: %w", err)
+	if err := renameFile(start, final); err != nil {
+		return fmt.Errorf("wal: finish an interrupted truncation: rename %s to %s: %w", start, final, err)
 	}
 	logger.Info("wal: finished a front truncation a crash interrupted", "segment", final)
-	return syncDir(dir)
+	return syncDirFor(dir, "rename "+filepath.Base(start)+" to "+filepath.Base(final))
 }
 
 // legacyStart returns the path of the "<index>.START" file an earlier
@@ -386,11 +407,13 @@ func resolvedSegments(dir string) ([]segmentFile, error) {
 // segment to "<index>.START.TEMP" (fsync) and renamed it to "<index>.START".
 // A .TEMP is meaningless before its rename and would stay for ever (up to a
 // segment each: found by the kill -9 torture, 16 MB of them after 300
-// kills, when tidwall/wal's Open was relied on to clean up).
+// kills, when tidwall/wal's Open was relied on to clean up). The removals
+// are made durable by openSegments' folder fsync; a power cut before it
+// brings some back, removed again by the next Open.
 func removeStaleTemp(dir string, logger *slog.Logger) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.TEMP"))
 	for _, p := range paths {
-		if err := os.Remove(p); err != nil {
+		if err := removeFile(p); err != nil {
 			logger.Warn("wal: could not remove a truncation's temporary file", "file", p, "err", err)
 			continue
 		}

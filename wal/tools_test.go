@@ -177,13 +177,15 @@ func TestCutAtInterruptedLeavesAPrefix(t *testing.T) {
 	}
 	const index = 5
 	removals := 0
-	removeSegment = func(path string) error {
-		if removals++; removals == 2 {
-			return errors.New("injected: remove failed")
+	ioHook = func(c ioCall) error {
+		if c.kind == ioRemove {
+			if removals++; removals == 2 {
+				return errors.New("injected: remove failed")
+			}
 		}
-		return os.Remove(path)
+		return nil
 	}
-	defer func() { removeSegment = os.Remove }()
+	defer func() { ioHook = nil }()
 	if err := CutAt(dir, index, CutFolder(dir, time.Now()), quiet); err == nil {
 		t.Fatal("the cut did not report the failed removal")
 	}
@@ -196,7 +198,7 @@ func TestCutAtInterruptedLeavesAPrefix(t *testing.T) {
 	if got := readAll(t, dir); uint64(len(got)) != last {
 		t.Fatalf("%d records readable, want %d", len(got), last)
 	}
-	removeSegment = os.Remove
+	ioHook = nil
 	if err := CutAt(dir, index, CutFolder(dir, time.Now()), quiet); err != nil {
 		t.Fatal(err)
 	}
