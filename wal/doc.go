@@ -57,8 +57,8 @@
 //     its length) is cut: the bytes from there to the end, less trailing
 //     zeros, are copied to "<segment>.broken-<unix nanos>" (fsynced, then
 //     the folder fsynced), the segment is truncated to the last whole frame
-//     and fsynced, the folder is fsynced, and a log line says what was
-//     cut. A whole frame whose
+//     (made durable by step 2's fsync, see cutTail), and a log line says
+//     what was cut. A whole frame whose
 //     length prefix alone, or whose checksum's last 1 to 4 bytes alone,
 //     read as zeros is kept (those bytes written back). Anything else is corruption of a frame written whole
 //     (acknowledged): a *CorruptError, and nothing changes.

@@ -35,6 +35,13 @@ type tailEnd struct {
 // was whole; zero padding after them not counted) and where the tail now
 // ends (the zero tailEnd when dir holds no segment), so that Open reads
 // the tail once.
+//
+// It does not fsync the tail nor, after the copies it prunes, the folder:
+// its only caller, Open, goes on to openSegments, which fsyncs both before
+// Open returns, so before anything is read from the log or appended to it,
+// and which changes nothing before those fsyncs. A power cut before them
+// leaves the tail as it was or as repaired, and either is judged again
+// alike by the next Open (see cutTail and restoreBytes).
 func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, error) {
 	segs, err := listSegments(dir)
 	if err != nil || len(segs) == 0 {
@@ -93,10 +100,9 @@ func repairTail(dir string, mark uint64, logger *slog.Logger) (int64, tailEnd, e
 		return 0, tailEnd{}, err
 	}
 	end.repaired = fmt.Sprintf("the cut of its torn tail at offset %d (index %d)", good, ce.Index)
+	// The removals are made durable by openSegments' folder fsync; a power
+	// cut before it brings some back, pruned at the next cut.
 	pruneBroken(dir, logger)
-	if err := syncDirFor(dir, "after cutting the torn tail of "+last.path); err != nil {
-		return 0, tailEnd{}, err
-	}
 	cut := int64(len(trimZeros(data[good:]))) // the torn bytes, not the padding after them
 	logger.Warn("wal: cut torn tail", "segment", last.path, "offset", good,
 		"index", ce.Index, "bytes", cut, "reason", ce.Reason)
@@ -196,11 +202,14 @@ func trimZeros(b []byte) []byte {
 //  2. The folder is fsynced, so that the copy's name is durable before the
 //     bytes it keeps are cut: after it, two copies at worst once the next
 //     Open cuts again.
-//  3. The segment is truncated and fsynced. A power cut before the fsync
-//     leaves the old size, so a torn tail again (the same bytes, or those
-//     of them that had reached the disk: never fsynced, never
-//     acknowledged), which the next Open judges and cuts as here; or the
-//     new size, a tail that ends with a whole frame.
+//  3. The segment is truncated, without an fsync of its own: openSegments
+//     fsyncs the tail (this file) before Open returns and changes nothing
+//     before. A power cut before that fsync leaves the old size, so a torn
+//     tail again (the same bytes, or those of them that had reached the
+//     disk: never fsynced, never acknowledged), which the next Open judges
+//     and cuts as here; or the new size, a tail that ends with a whole
+//     frame. Nothing is appended or acknowledged before that fsync, so no
+//     new entry can sit after a cut that a power cut undid.
 func cutTail(path string, data []byte, good int64) error {
 	broken := fmt.Sprintf("%s.broken-%d", path, time.Now().UnixNano())
 	if err := writeFileSync(broken, trimZeros(data[good:])); err != nil {
@@ -216,9 +225,6 @@ func cutTail(path string, data []byte, good int64) error {
 	defer f.Close()
 	if err := truncate(f, good); err != nil {
 		return fmt.Errorf("wal: cut the torn tail of %s at offset %d: %w", path, good, err)
-	}
-	if err := syncFile(f); err != nil {
-		return fmt.Errorf("wal: %w: %s after cutting it at offset %d: %w", ErrSync, path, good, err)
 	}
 	return nil
 }

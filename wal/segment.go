@@ -108,12 +108,12 @@ func segmentName(index uint64) string { return fmt.Sprintf("%020d", index) }
 //     name is not durable, killed between creating it and the folder
 //     fsync), which a power cut after this process acknowledged later
 //     frames must not lose;
-//   - what repairTail changed without an fsync (end.repaired: a kept
-//     entry's restored bytes), and the folder changes of this Open (an
-//     earlier version's temporary files removed, this first segment's
-//     name): a power cut before them leaves the folder as it was or as
-//     changed, each of which the next Open repairs alike (see
-//     restoreBytes, removeStaleTemp).
+//   - what repairTail changed (end.repaired: the cut of a torn tail, a
+//     kept entry's restored bytes), and the folder changes of this Open
+//     (a cut's pruned copies, an earlier version's temporary files
+//     removed, this first segment's name): a power cut before them leaves
+//     the folder as it was or as changed, each of which the next Open
+//     repairs alike (see cutTail, restoreBytes, resolveLegacy).
 //
 // Every segment before the tail is durable whole: it was the tail of an
 // earlier Open, or every frame in it was fsynced by its commit.
@@ -336,7 +336,7 @@ func resolveLegacy(dir string, logger *slog.Logger) error {
 	}
 	// A power cut at any step below leaves what the next Open (or CutAt)
 	// finishes alike: the .START file, with some of the segments it
-	// supersedes (removed again), or renamed (durable by the last fsync).
+	// supersedes (removed again), or renamed.
 	for _, sg := range segs {
 		if sg.first <= index { // the .START holds index and after
 			if err := removeFile(sg.path); err != nil {
@@ -350,11 +350,16 @@ func resolveLegacy(dir string, logger *slog.Logger) error {
 		return err
 	}
 	final := filepath.Join(dir, segmentName(index))
+	// The rename needs no folder fsync of its own: Open's next one
+	// (openSegments', or a cut's before it truncates) makes it durable
+	// before the log is served, and CutAt's only change to the file is a
+	// truncation fsynced under either name. A power cut that loses it
+	// leaves the .START file alone, renamed again by the next Open.
 	if err := renameFile(start, final); err != nil {
 		return fmt.Errorf("wal: finish an interrupted truncation: rename %s to %s: %w", start, final, err)
 	}
 	logger.Info("wal: finished a front truncation a crash interrupted", "segment", final)
-	return syncDirFor(dir, "rename "+filepath.Base(start)+" to "+filepath.Base(final))
+	return nil
 }
 
 // legacyStart returns the path of the "<index>.START" file an earlier
