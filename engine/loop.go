@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -235,6 +236,9 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		c := e.launchAfter(out.starts)
 		durable := e.append(out)
 		c.close(durable)
+		if c != nil {
+			runtime.Gosched()
+		}
 		if durable {
 			e.publish(out.index, out.recs)
 		}

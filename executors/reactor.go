@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -377,6 +378,7 @@ func (r *reactor) finish(p *proc) {
 		}
 		p.fin.report(p.status, p.waitErr, p.report)
 	}()
+	runtime.Gosched()
 }
 
 // logIncomplete warns of a log that could not be completed (err != nil).
