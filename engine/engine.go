@@ -172,6 +172,15 @@ func Open(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Made absolute once: every attempt's paths are the data folder's
+	// (its scratch files, its log), and a task may run in another folder;
+	// a relative one made absolute per start cost the working folder's
+	// look-up (two stats) for each of them.
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("engine: data folder %s: %w", cfg.DataDir, err)
+	}
+	cfg.DataDir = abs
 	if err := makeDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/orkwal/orkwal/executors"
@@ -68,5 +69,32 @@ func TestCleanedScratchLeftToTheExecutor(t *testing.T) {
 	}
 	if _, err := os.Stat(jobs[1].Scratch + ".output.json"); !os.IsNotExist(err) {
 		t.Errorf("b: its file was not removed: %v", err)
+	}
+}
+
+// TestRelativeDataDirResolvedOnce: a data folder given as a relative path
+// is made absolute once, when the engine opens: the paths an attempt gets
+// (its scratch files, its log, the shared empty input) are absolute, so
+// no start looks the working folder up again, and they name the folder
+// the engine opened even after the working folder changed.
+func TestRelativeDataDirResolvedOnce(t *testing.T) {
+	base := t.TempDir()
+	t.Chdir(base)
+	m := newManual(t, filepath.Join(base, "data"))
+	e := openEngine(t, "data", m, 4)
+	defer e.Close()
+	put(t, e, flat("w", 1))
+	trigger(t, e, "w")
+	first := m.next()
+	t.Chdir(t.TempDir())
+	m.finish(first, true)
+	trigger(t, e, "w")
+	second := m.next()
+	for _, j := range []executors.Job{first, second} {
+		for _, p := range []string{j.Scratch, j.LogPath, j.InputFile} {
+			if !strings.HasPrefix(p, filepath.Join(base, "data")+string(filepath.Separator)) {
+				t.Errorf("job %s: path %q, want it absolute in %s", j.TaskID, p, filepath.Join(base, "data"))
+			}
+		}
 	}
 }
