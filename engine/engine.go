@@ -46,6 +46,7 @@ type Engine struct {
 	// notRunCount: attempts of a task in a row the daemon could not
 	// prepare (task id → count), for the backoff (see decideNotRun).
 	notRunCount map[string]int
+	jobs        jobShared // what prepared jobs share (jobs.go)
 
 	poison atomic.Pointer[error]       // set once the WAL failed: fail-stop
 	folder atomic.Pointer[folderState] // the workflows folder's last sync (folder.go), nil without one

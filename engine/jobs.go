@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,8 +23,32 @@ type taskInput struct {
 }
 
 // emptyInput is the input document of a task without params, inputs,
-// upstream tasks or item.
-var emptyInput = (&taskInput{Params: map[string]string{}}).encode()
+// upstream tasks or item. Such jobs share it (Job.Input is read only):
+// clipped, so that an append to it cannot write into it.
+var emptyInput = slices.Clip((&taskInput{Params: map[string]string{}}).encode())
+
+// jobShared is what the jobs of many tasks share instead of a copy each
+// (issue 27: the jobs of a large dispatch wait for the launcher, all
+// prepared at once): the empty input's path, and the environment of the
+// tasks placed in a folder (placeInFolder) with no env of their own. Loop
+// owned; what it hands out is read only.
+type jobShared struct {
+	emptyInputPath string
+	folderEnvs     map[string]map[string]string // folder → {PYTHONPATH: folder}
+}
+
+// folderEnv is the environment {PYTHONPATH: dir}, one map per folder.
+func (j *jobShared) folderEnv(dir string) map[string]string {
+	env, ok := j.folderEnvs[dir]
+	if !ok {
+		if j.folderEnvs == nil {
+			j.folderEnvs = map[string]map[string]string{}
+		}
+		env = map[string]string{"PYTHONPATH": dir}
+		j.folderEnvs[dir] = env
+	}
+	return env
+}
 
 // encode writes the input document. Outputs and items are JSON values
 // validated when they were recorded, so they are copied as they are: a
@@ -73,9 +98,12 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
 		MaxLogBytes:    max(e.cfg.MaxLogBytes, 0),
 	}
-	err := fillJob(&job, t)
+	err := e.jobs.fill(&job, t)
 	if bytes.Equal(job.Input, emptyInput) {
-		job.InputFile = Layout(e.cfg.DataDir).EmptyInput()
+		if e.jobs.emptyInputPath == "" {
+			e.jobs.emptyInputPath = Layout(e.cfg.DataDir).EmptyInput()
+		}
+		job.Input, job.InputFile = emptyInput, e.jobs.emptyInputPath
 	}
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,
@@ -86,9 +114,9 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 	}
 }
 
-// fillJob resolves the task's input, its environment and its executor's
+// fill resolves the task's input, its environment and its executor's
 // part of the job. An error fails the attempt with that reason.
-func fillJob(job *executors.Job, t *replay.Task) error {
+func (j *jobShared) fill(job *executors.Job, t *replay.Task) error {
 	in, err := inputFor(t)
 	if err != nil {
 		return err
@@ -102,7 +130,7 @@ func fillJob(job *executors.Job, t *replay.Task) error {
 		return fmt.Errorf("env %w", err)
 	}
 	job.Command = workflow.ExpandCommand(spec.Command, in.placeholder)
-	placeInFolder(job, spec, t.Run.Spec.Dir)
+	j.placeInFolder(job, spec, t.Run.Spec.Dir)
 	switch spec.Executor {
 	case "python":
 		job.Python = pythonJob(t)
@@ -268,7 +296,7 @@ func orNull(b []byte) json.RawMessage {
 // such as ./load.sh taken from the working folder (it was looked up from
 // the daemon's). A workflow without a folder (posted through the API with
 // no file) runs in the daemon's working folder, as before.
-func placeInFolder(job *executors.Job, spec *workflow.Task, dir string) {
+func (j *jobShared) placeInFolder(job *executors.Job, spec *workflow.Task, dir string) {
 	if spec.Executor != "process" && spec.Executor != "python" {
 		return
 	}
@@ -278,7 +306,9 @@ func placeInFolder(job *executors.Job, spec *workflow.Task, dir string) {
 	if job.Workdir != "" && len(job.Command) > 0 && relativePath(job.Command[0]) {
 		job.Command = append([]string{filepath.Join(job.Workdir, job.Command[0])}, job.Command[1:]...)
 	}
-	if _, set := job.Env["PYTHONPATH"]; dir != "" && !set {
+	if dir != "" && len(job.Env) == 0 {
+		job.Env = j.folderEnv(dir)
+	} else if _, set := job.Env["PYTHONPATH"]; dir != "" && !set {
 		env := make(map[string]string, len(job.Env)+1)
 		for k, v := range job.Env {
 			env[k] = v

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,6 +37,36 @@ func TestEmptyInputShared(t *testing.T) {
 	m.finish(a, true)
 	if b := m.next(); b.InputFile != "" {
 		t.Errorf("b (an upstream): InputFile %q, want its own", b.InputFile)
+	}
+}
+
+// Jobs share what repeats (issue 27: a large dispatch prepares every job
+// at once): the tasks of a workflow's folder with no env of their own
+// share one {PYTHONPATH: folder}, a task with an env gets its own copy
+// with PYTHONPATH added (the shared one untouched), and empty inputs share
+// one clipped document and its path.
+func TestJobsShareWhatRepeats(t *testing.T) {
+	dir, folder := t.TempDir(), t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 4)
+	defer e.Close()
+	spec := flat("w", 3)
+	spec.Dir = folder
+	spec.Tasks[2].Env = map[string]string{"K": "v"}
+	put(t, e, spec)
+	trigger(t, e, "w")
+	jobs := m.nextSorted(3, byTaskName)
+	a, b, c := jobs[0], jobs[1], jobs[2]
+	shared := map[string]string{"PYTHONPATH": folder}
+	if !maps.Equal(a.Env, shared) || !maps.Equal(b.Env, shared) || !maps.Equal(c.Env, map[string]string{"K": "v", "PYTHONPATH": folder}) {
+		t.Fatalf("env: %v, %v, %v", a.Env, b.Env, c.Env)
+	}
+	if reflect.ValueOf(a.Env).UnsafePointer() != reflect.ValueOf(b.Env).UnsafePointer() {
+		t.Error("a and b: an env map each, want one shared")
+	}
+	if len(a.Input) == 0 || &a.Input[0] != &b.Input[0] || a.InputFile != b.InputFile || cap(a.Input) != len(a.Input) {
+		t.Errorf("empty inputs: %p %p (cap %d, len %d), files %q %q; want one shared, clipped",
+			a.Input, b.Input, cap(a.Input), len(a.Input), a.InputFile, b.InputFile)
 	}
 }
 
