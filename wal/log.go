@@ -106,7 +106,7 @@ type Log struct {
 	last   uint64 // index of the last durable entry
 	poison error  // first write/fsync failure; sticky
 	closed bool
-	buf    []byte // reused: uvarint(len) || frame
+	buf    []byte // reused: uvarint(len) || frame; let go after a burst (keepBuf)
 
 	// Metrics, safe to read at any time.
 	WriteLatency Histogram // handing a frame to the file
@@ -360,6 +360,20 @@ func (l *Log) commit(batch []*request) {
 	}
 }
 
+// maxKeptBuf is the size up to which the frame buffer is always kept.
+const maxKeptBuf = 64 << 10
+
+// keepBuf lets go of a frame buffer past maxKeptBuf once a frame used less
+// than a quarter of it: a burst's frame (a dispatch of 5,000 tasks is
+// about 400 KB) is not kept for the small frames after it (issue 27:
+// memory with many running tasks), while frames of a steady size keep
+// theirs. Called with wmu held.
+func (l *Log) keepBuf() {
+	if cap(l.buf) > maxKeptBuf && len(l.buf) < cap(l.buf)/4 {
+		l.buf = nil
+	}
+}
+
 // write appends one frame and makes it durable. Callers hold no lock.
 func (l *Log) write(records [][]byte) (uint64, error) {
 	l.wmu.Lock()
@@ -372,6 +386,7 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	}
 	index := l.last + 1
 	l.buf = appendEntry(l.buf[:0], index, records)
+	defer l.keepBuf()
 	start := time.Now()
 	created, err := l.segs.write(index, l.buf)
 	if err == nil {

@@ -836,3 +836,40 @@ func TestFailedTakeBackIsAnFsyncFailure(t *testing.T) {
 		t.Fatalf("append whose take-back fsync failed: %v, want ErrSync wrapping the write's error", err)
 	}
 }
+
+// The frame buffer of a burst is let go once a frame uses less than a
+// quarter of it, and a steady frame size keeps its buffer; every record
+// reads back either way.
+func TestBurstFrameBufferLetGo(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, 0)
+	defer l.Close()
+	big := [][]byte{bytes.Repeat([]byte{'b'}, 4*maxKeptBuf)}
+	small := [][]byte{rec(1)}
+	bufCap := func(records [][]byte) int {
+		t.Helper()
+		if _, err := l.Append(records); err != nil {
+			t.Fatal(err)
+		}
+		l.wmu.Lock()
+		defer l.wmu.Unlock()
+		return cap(l.buf)
+	}
+	for i, step := range []struct {
+		records  [][]byte
+		min, max int
+	}{
+		{big, 4 * maxKeptBuf, 1 << 30}, // a burst: kept while frames are as big
+		{big, 4 * maxKeptBuf, 1 << 30},
+		{small, 0, 0},          // the first small frame after it lets it go
+		{small, 1, maxKeptBuf}, // a small one is kept
+		{small, 1, maxKeptBuf},
+	} {
+		if c := bufCap(step.records); c < step.min || c > step.max {
+			t.Errorf("append %d: a buffer of %d bytes kept, want %d to %d", i, c, step.min, step.max)
+		}
+	}
+	if got := readAll(t, dir); len(got) != 5 || !bytes.Equal(got[1], big[0]) || !bytes.Equal(got[4], small[0]) {
+		t.Errorf("read back %d records", len(got))
+	}
+}
