@@ -698,9 +698,7 @@ func TestHTTPLogBodyWaitsForTheLogFile(t *testing.T) {
 	go func() { l.body(body); close(done) }()
 	var early int
 	for deadline := time.Now().Add(10 * time.Second); early == 0; runtime.Gosched() {
-		c.mu.Lock()
-		early = len(c.early)
-		c.mu.Unlock()
+		early = c.earlyBytes()
 		if time.Now().After(deadline) {
 			t.Fatal("the body never reached the log")
 		}

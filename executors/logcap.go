@@ -65,9 +65,11 @@ func splitCap(maxBytes int64) (head, tail int64) {
 // inode allocator skips recently freed inodes), on the path from one
 // task's end to the next one's start.
 //
-// Memory is bounded and does not depend on the cap: the struct, and while
-// the log is being created the output received meanwhile (under maxEarly
-// bytes plus one read, at most copyBufSize, in a slice grown by append);
+// Memory is bounded and does not depend on the cap: the struct (80 bytes
+// for a task that wrote nothing; the part output needs, logWrite, comes
+// with its first byte), and while the log is being created the output
+// received meanwhile (under maxEarly bytes plus one read, at most
+// copyBufSize, in a slice grown by append);
 // output is moved through the reactor's one buffer (see reactor), or,
 // without the reactor and only while output is being moved, a pooled copy
 // buffer (see ReadFrom).
@@ -79,22 +81,33 @@ type cappedLog struct {
 	mu        sync.Mutex // Write may be called from several goroutines
 	path      string
 	open      func(path string) (*os.File, error) // openLog; tests delay it
-	log       *os.File                            // opened for appending; nil until created
-	creating  chan struct{}                       // made when create starts, closed when it is done
-	early     []byte                              // output received while the log is being created
-	onCreated func()                              // set by whenCreated: called once create is done
-	ringPath  string
-	ring      *os.File // created on the first byte past the head
-	headLeft  int64    // head bytes still to write to the log
+	maxBytes  int64                               // the cap: head and tail (splitCap)
+	maxOutput int64                               // lines' cap
+	crash     *crashPoint                         // a test seam for the ring's writes; nil
+	lines     *outputLines                        // sees every byte of output, in order; nil until the first (see take)
+	done      bool                                // finish was called
+
+	// *logWrite is nil until the first byte of output (take): a quiet
+	// task, as most running tasks are, holds only the fields above
+	// (issue 27: memory per running task). Its fields are promoted: read
+	// them as the cappedLog's once it is set.
+	*logWrite
+}
+
+// logWrite is the part of a cappedLog that output needs: the log file, its
+// creation, the ring. Guarded by the cappedLog's mu.
+type logWrite struct {
+	log       *os.File      // opened for appending; nil until created
+	creating  chan struct{} // made when create starts, closed when it is done
+	early     []byte        // output received while the log is being created
+	onCreated func()        // set by whenCreated: called once create is done
+	ring      *os.File      // created on the first byte past the head
+	headLeft  int64         // head bytes still to write to the log
 	headSize  int64
-	tailSize  int64        // the ring's size, > 0
-	ringBytes int64        // bytes ever given to the ring (its write position)
-	ringBase  int64        // the log's length once its head was written
-	crash     *crashPoint  // a test seam for the ring's writes; nil
-	lines     *outputLines // sees every byte of output, in order; nil until the first (see take)
-	maxOutput int64        // lines' cap
-	err       error        // the first write error; output is dropped after it
-	done      bool         // finish was called
+	tailSize  int64 // the ring's size, > 0
+	ringBytes int64 // bytes ever given to the ring (its write position)
+	ringBase  int64 // the log's length once its head was written
+	err       error // the first write error; output is dropped after it
 }
 
 // maxEarly bounds the output a cappedLog keeps in memory while its log
@@ -109,8 +122,29 @@ func newCappedLog(path string, maxBytes int64) (*cappedLog, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("log cap %d is not positive", maxBytes)
 	}
-	head, tail := splitCap(maxBytes)
-	return &cappedLog{path: path, open: openLog, ringPath: path + tailSuffix, headLeft: head, headSize: head, tailSize: tail}, nil
+	return &cappedLog{path: path, open: openLog, maxBytes: maxBytes}, nil
+}
+
+// ringPath is the path of the log's ring (its sidecar).
+func (c *cappedLog) ringPath() string { return c.path + tailSuffix }
+
+// writing gives c the part that output needs, on its first byte. Called
+// with mu held.
+func (c *cappedLog) writing() {
+	if c.logWrite == nil {
+		head, tail := splitCap(c.maxBytes)
+		c.logWrite = &logWrite{headLeft: head, headSize: head, tailSize: tail}
+	}
+}
+
+// earlyBytes is the output kept while the log is being created.
+func (c *cappedLog) earlyBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.logWrite == nil {
+		return 0
+	}
+	return len(c.early)
 }
 
 // Write takes output of the task, first waiting for the log's creation if
@@ -158,7 +192,7 @@ func (c *cappedLog) whenCreated(f func()) bool {
 // beingCreated: the log's creation started and is not done. Called with
 // mu held.
 func (c *cappedLog) beingCreated() bool {
-	return c.creating != nil && c.log == nil && c.err == nil && !c.done
+	return c.logWrite != nil && c.creating != nil && c.log == nil && c.err == nil && !c.done
 }
 
 // earlyFull: the log is being created and the output kept meanwhile holds
@@ -180,6 +214,7 @@ func (c *cappedLog) take(p []byte) {
 		c.lines = newOutputLines(c.maxOutput) // a quiet task never has one
 	}
 	c.lines.feed(p) // before the log: a log that failed still has its output line
+	c.writing()
 	if c.err != nil {
 		return
 	}
@@ -219,7 +254,10 @@ func (c *cappedLog) create() {
 // created waits until the creation of the log, if one started, is done.
 func (c *cappedLog) created() {
 	c.mu.Lock()
-	creating := c.creating
+	var creating chan struct{}
+	if c.logWrite != nil {
+		creating = c.creating
+	}
 	c.mu.Unlock()
 	if creating != nil {
 		<-creating
@@ -335,8 +373,11 @@ func (c *cappedLog) finish() error {
 		return nil
 	}
 	c.done = true
+	if c.logWrite == nil {
+		return nil // nothing written: no log
+	}
 	if c.log == nil {
-		return c.err // nothing written, or the log could not be created
+		return c.err // the log could not be created
 	}
 	err := c.err
 	if c.ring != nil {
@@ -346,7 +387,7 @@ func (c *cappedLog) finish() error {
 		if cerr := c.ring.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("close log tail: %w", cerr)
 		}
-		if rerr := os.Remove(c.ringPath); err == nil && rerr != nil {
+		if rerr := os.Remove(c.ringPath()); err == nil && rerr != nil {
 			err = fmt.Errorf("remove log tail: %w", rerr)
 		}
 	}

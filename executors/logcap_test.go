@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // pattern returns n deterministic pseudo-random bytes, so that a byte out
@@ -285,6 +286,39 @@ func TestCappedLogCreatedOnFirstOutput(t *testing.T) {
 		if got := readFileString(t, path); got != string(want) {
 			t.Errorf("writes of %v: log holds %d bytes, want the %d written, in order", sizes, len(got), len(want))
 		}
+	}
+}
+
+// TestQuietCappedLogHoldsLittle: the capped log of a task that writes
+// nothing holds the fields a quiet task needs, at most 80 bytes (issue 27:
+// memory per running task; 208 bytes and a ring path of its own before);
+// the rest comes with the first byte, and the log is as before.
+func TestQuietCappedLogHoldsLittle(t *testing.T) {
+	t.Parallel()
+	if size := unsafe.Sizeof(cappedLog{}); size > 80 {
+		t.Errorf("a cappedLog is %d bytes, want at most 80", size)
+	}
+	path := filepath.Join(t.TempDir(), "1.log")
+	c, err := newCappedLog(path, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write(nil)
+	if c.offer(nil) || c.whenCreated(func() {}) || c.earlyBytes() != 0 {
+		t.Error("a quiet log is full, or being created")
+	}
+	if c.logWrite != nil {
+		t.Fatal("a quiet log holds the part output needs")
+	}
+	c.Write([]byte("0123456789"))
+	if c.logWrite == nil {
+		t.Fatal("output was given, and the log has no part for it")
+	}
+	if err := c.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readFileString(t, path), "0123"+logMarker(2, 4, 4)+"6789"; got != want {
+		t.Errorf("log = %q, want %q", got, want)
 	}
 }
 

@@ -129,7 +129,7 @@ func (c *cappedLog) createRing() error {
 	if err != nil {
 		return fmt.Errorf("create log tail: %w", err)
 	}
-	f, err := os.OpenFile(c.ringPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(c.ringPath(), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create log tail: %w", err)
 	}
