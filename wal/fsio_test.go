@@ -177,13 +177,20 @@ var recoveryCases = []recoveryCase{
 		}
 	}},
 	{name: "earlier version's front truncation", make: func(t *testing.T, dir string) [][]byte {
+		// tidwall/wal wrote the part of the segment holding from that
+		// starts there to "<from>.START", which supersedes that segment and
+		// those before it.
 		recs := writeRecs(t, dir, 0, 40)
 		segs, _ := listSegments(dir)
-		from := segs[2].first
+		from := segs[1].first + 2
+		data, _ := os.ReadFile(segs[1].path)
+		off, err := offsetOf(data, segs[1].first, from)
+		if err != nil {
+			t.Fatal(err)
+		}
 		start := filepath.Join(dir, segmentName(from)+".START")
-		data, _ := os.ReadFile(segs[2].path)
-		os.WriteFile(start, data, 0o600)
-		os.WriteFile(start+".TEMP", data[:10], 0o600)
+		os.WriteFile(start, data[off:], 0o600)
+		os.WriteFile(start+".TEMP", data[off:off+10], 0o600)
 		return recs[from-1:]
 	}, check: func(t *testing.T, dir string, calls []ioCall) {
 		rename := find(calls, 0, ioRename, func(string) bool { return true })
