@@ -45,6 +45,7 @@ type Server struct {
 	subscribers    chan struct{} // a slot per /events stream
 	maxSubscribers int
 	heartbeat      time.Duration // of /events streams
+	feeds          feedSet       // the /events streams' feeds, one per filter
 
 	quit     chan struct{} // closed by StopStreams
 	quitOnce sync.Once

@@ -15,7 +15,8 @@ import (
 // event's id is its position in the log; a client that reconnects with
 // Last-Event-ID gets the events it missed, read from the log, then the
 // live ones. When those are gone (compaction), it gets one "reset" event:
-// reload, then follow from the reset's id.
+// reload, then follow from the reset's id. Streams with one filter share
+// a feed (events_feed.go).
 
 const (
 	// DefaultMaxSubscribers bounds the /events streams served at once
@@ -115,9 +116,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			"too many event streams: %d are open, the daemon's limit; retry later", s.maxSubscribers))
 		return
 	}
-	sub := s.eng.Subscribe(eventBuffer)
-	defer s.eng.Unsubscribe(sub)
-	st := &sseWriter{w: w, rc: http.NewResponseController(w), filter: f}
+	fd, m := s.feeds.join(s.eng, f)
+	defer s.feeds.leave(fd, m)
+	st := &sseWriter{w: w, rc: http.NewResponseController(w), eventWindow: eventWindow{filter: f}}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
@@ -126,16 +127,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	if st.send([]byte("retry: 1000\n: connected\n\n")) != nil {
 		return
 	}
+	from := engine.EventPos{Index: m.from, Pos: engine.EntryEnd}
 	if last == nil {
 		// An id without data: the client's position from the start, so a
 		// reconnect before any event misses none.
-		if st.send([]byte("id: "+engine.EventPos{Index: sub.From, Pos: engine.EntryEnd}.String()+"\n\n")) != nil {
+		if st.send([]byte("id: "+from.String()+"\n\n")) != nil {
 			return
 		}
-	} else if !s.replayEvents(st, *last, sub.From) {
+	} else if !s.replayEvents(st, *last, m.from) {
 		return
 	}
-	s.followEvents(st, sub, r)
+	s.followFeed(st, m, from, r)
 }
 
 // replayEvents sends what followed last in the log up to the entry upto
@@ -155,45 +157,34 @@ func (s *Server) replayEvents(st *sseWriter, last engine.EventPos, upto uint64) 
 	return true
 }
 
-// followEvents sends live events until the client leaves, the daemon
-// stops, or the stream falls behind (it is dropped: the client reconnects
-// with its last id). A burst is sent at most once per eventFlushEvery: the
-// first event after a quiet spell goes at once, the rest of a busy spell
-// is gathered and written in one go, so that a stream costs a busy engine
-// a few writes a second, not one per commit.
-func (s *Server) followEvents(st *sseWriter, sub *engine.Subscription, r *http.Request) {
+// followFeed writes the feed's writes as they come (and a heartbeat when
+// idle), leaving out the events up to from (the stream had them: from
+// the log, or not at all before it began), until the client leaves, the
+// daemon stops, or the stream falls behind (it is dropped: the client
+// reconnects with its last id).
+func (s *Server) followFeed(st *sseWriter, m *member, from engine.EventPos, r *http.Request) {
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
-	gather := time.NewTimer(0)
-	defer gather.Stop()
-	<-gather.C
-	var last time.Time
+	skip := true
 	for {
 		select {
-		case b, ok := <-sub.C:
+		case c, ok := <-m.q:
 			if !ok {
-				st.ended(sub)
-				return
-			}
-			st.add(b)
-			if wait := eventFlushEvery - time.Since(last); wait > 0 {
-				gather.Reset(wait)
-				select {
-				case <-gather.C:
-				case <-r.Context().Done():
-					return
-				case <-s.quit:
-					return
+				if m.dropped {
+					st.comment("dropped: this stream fell behind; reconnect with Last-Event-ID")
 				}
-			}
-			if !st.drain(sub) {
-				st.ended(sub)
 				return
 			}
-			if st.flush() != nil {
+			m.backlog.Add(-c.entries)
+			data := c.data
+			if skip {
+				var past bool
+				data, past = framesAfter(data, from)
+				skip = !past
+			}
+			if len(data) > 0 && st.send(data) != nil {
 				return
 			}
-			last = time.Now()
 		case <-beat.C:
 			if st.comment("heartbeat") != nil {
 				return
@@ -206,16 +197,23 @@ func (s *Server) followEvents(st *sseWriter, sub *engine.Subscription, r *http.R
 	}
 }
 
-// sseWriter writes server-sent events, each write under its own deadline.
-// A stream's cost per event is small and allocates nothing: the frames
-// are made once for every stream (EventBatch.Framed), a stream keeps runs
-// of them (spans), and flush copies them into one write.
+// sseWriter writes server-sent events, each write under its own deadline:
+// a replay from the log, a batch at a time (the live events come from the
+// stream's feed as bytes ready to write), and the stream's own lines.
 type sseWriter struct {
-	w      http.ResponseWriter
-	rc     *http.ResponseController
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	eventWindow
+	buf []byte
+}
+
+// eventWindow gathers the events that a filter selects in a run of
+// batches (a write's), allocating nothing per event: the frames are made
+// once for every stream (EventBatch.Framed), a window keeps runs of them
+// (spans), and take hands them out in log order.
+type eventWindow struct {
 	filter eventFilter
-	buf    []byte
-	// frames are the frames of the batches added since the last flush
+	// frames are the frames of the batches added since the last take
 	// (EventBatch.Framed's All, shared by every stream); pending are runs
 	// of them to send, free of pointers, so that adding an event writes a
 	// few words the collector need not look at. With filter.latest, a
@@ -234,9 +232,13 @@ type span struct {
 	gone     bool
 }
 
-// frameEvent is an event as every stream sends it.
-func frameEvent(dst []byte, ev *engine.Event, data []byte) []byte {
-	return appendEvent(dst, ev.ID, "", data)
+// frameEvent is an event as every stream sends it (appendEvent's frame).
+func frameEvent(dst []byte, ev *engine.Event) []byte {
+	dst = append(dst, "id: "...)
+	dst = append(dst, ev.ID...)
+	dst = append(dst, "\ndata: "...)
+	dst = engine.AppendEventJSON(dst, ev)
+	return append(dst, "\n\n"...)
 }
 
 // batch sends the events of b that the filter selects, then flushes.
@@ -246,8 +248,8 @@ func (st *sseWriter) batch(b *engine.EventBatch) error {
 }
 
 // add gathers the events of b that the filter selects, to be sent by
-// flush. A stream with no filter takes the batch whole.
-func (st *sseWriter) add(b *engine.EventBatch) {
+// take. A window with no filter takes the batch whole.
+func (st *eventWindow) add(b *engine.EventBatch) {
 	if len(b.Events) == 0 {
 		return
 	}
@@ -283,7 +285,7 @@ func (st *sseWriter) add(b *engine.EventBatch) {
 
 // supersede marks the pending event of task seq gone, if any: the one
 // about to be added is its latest.
-func (st *sseWriter) supersede(seq uint64) {
+func (st *eventWindow) supersede(seq uint64) {
 	if j, ok := st.slot[seq]; ok {
 		st.pending[j].gone = true
 	} else if st.slot == nil {
@@ -292,36 +294,37 @@ func (st *sseWriter) supersede(seq uint64) {
 	st.slot[seq] = len(st.pending)
 }
 
-// drain adds every batch already waiting; false when the subscription
-// ended (what was added is still sent).
-func (st *sseWriter) drain(sub *engine.Subscription) bool {
-	for {
-		select {
-		case b, ok := <-sub.C:
-			if !ok {
-				st.flush()
-				return false
-			}
-			st.add(b)
-		default:
-			return true
+// size is how many bytes take hands out.
+func (st *eventWindow) size() int {
+	n := 0
+	for _, p := range st.pending {
+		if !p.gone {
+			n += p.to - p.from
 		}
 	}
+	return n
+}
+
+// take calls put with each run of the frames gathered, in log order (not
+// after put failed), and empties the window; the batches are not kept.
+func (st *eventWindow) take(put func([]byte) error) error {
+	var err error
+	for _, p := range st.pending {
+		if !p.gone && err == nil {
+			err = put(st.frames[p.batch][p.from:p.to])
+		}
+	}
+	clear(st.frames)
+	st.frames, st.pending = st.frames[:0], st.pending[:0]
+	clear(st.slot)
+	return err
 }
 
 // flush sends what add gathered: written out in chunks of writeChunk
 // bytes, so that a stream's buffer stays small (and in the cache), then
 // flushed once.
 func (st *sseWriter) flush() error {
-	var err error
-	for _, p := range st.pending {
-		if !p.gone && err == nil {
-			err = st.put(st.frames[p.batch][p.from:p.to])
-		}
-	}
-	clear(st.frames) // the batches are not kept past their flush
-	st.frames, st.pending = st.frames[:0], st.pending[:0]
-	clear(st.slot)
+	err := st.take(st.put)
 	if err == nil && len(st.buf) > 0 {
 		err = st.send(st.buf)
 	}
@@ -345,14 +348,6 @@ func (st *sseWriter) put(b []byte) error {
 		st.buf, b = append(st.buf, b[:n]...), b[n:]
 	}
 	return nil
-}
-
-// ended says why a subscription ended, if the stream fell behind.
-func (st *sseWriter) ended(sub *engine.Subscription) {
-	st.flush()
-	if sub.Dropped() {
-		st.comment("dropped: this stream fell behind; reconnect with Last-Event-ID")
-	}
 }
 
 func (st *sseWriter) event(id, name string, data []byte) error {

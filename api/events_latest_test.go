@@ -25,7 +25,7 @@ func TestEventsLatest(t *testing.T) {
 	}
 	ids := func(latest bool) string {
 		w := httptest.NewRecorder()
-		st := &sseWriter{w: w, rc: http.NewResponseController(w), filter: eventFilter{latest: latest}}
+		st := &sseWriter{w: w, rc: http.NewResponseController(w), eventWindow: eventWindow{filter: eventFilter{latest: latest}}}
 		st.add(batch())
 		if err := st.flush(); err != nil {
 			t.Fatal(err)

@@ -78,7 +78,7 @@ func checkEventWriter(t *testing.T, filters map[string]eventFilter, batches []*e
 	t.Helper()
 	for name, f := range filters {
 		w := httptest.NewRecorder()
-		st := &sseWriter{w: w, rc: http.NewResponseController(w), filter: f}
+		st := &sseWriter{w: w, rc: http.NewResponseController(w), eventWindow: eventWindow{filter: f}}
 		for _, b := range batches {
 			st.add(b)
 		}
@@ -175,7 +175,7 @@ func BenchmarkEventWriter(b *testing.B) {
 		{"latest&run", eventFilter{latest: true, run: "r-0123456789abcdef"}}} {
 		b.Run(kind.name, func(b *testing.B) {
 			w := &discardResponse{h: http.Header{}}
-			st := &sseWriter{w: w, rc: http.NewResponseController(w), filter: kind.f}
+			st := &sseWriter{w: w, rc: http.NewResponseController(w), eventWindow: eventWindow{filter: kind.f}}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				for _, batch := range batches {

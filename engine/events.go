@@ -234,17 +234,19 @@ func (f Frames) Start(i int) int {
 	return f.Ends[i-1]
 }
 
-// Framed returns each event as frame makes it from its JSON encoding
-// (GET /events: an SSE event), made on the first call, in one array.
-// Every caller passes the same frame.
-func (b *EventBatch) Framed(frame func(dst []byte, ev *Event, data []byte) []byte) Frames {
+// Framed returns each event as frame makes it (GET /events: an SSE
+// event, with its JSON encoding, AppendEventJSON), made on the first
+// call, in one array. Every caller passes the same frame.
+func (b *EventBatch) Framed(frame func(dst []byte, ev *Event) []byte) Frames {
 	b.once.Do(func() {
 		ends := make([]int, len(b.Events))
-		var all, data []byte
+		var all []byte
 		for i := range b.Events {
-			data = AppendEventJSON(data[:0], &b.Events[i])
-			all = frame(all, &b.Events[i], data)
+			all = frame(all, &b.Events[i])
 			ends[i] = len(all)
+			if i == 0 { // the first as a measure of the others, with room to spare
+				all = append(make([]byte, 0, len(all)*len(b.Events)*9/8+64), all...)
+			}
 		}
 		b.framed = Frames{All: all[:len(all):len(all)], Ends: ends}
 	})
@@ -254,12 +256,18 @@ func (b *EventBatch) Framed(frame func(dst []byte, ev *Event, data []byte) []byt
 // Subscription receives the events committed after From, a batch per log
 // entry, in order. C is closed when the subscription ends: Unsubscribe,
 // the engine stopping, or the subscriber falling behind (Dropped).
+//
+// A subscription may be shared by several consumers (GET /events streams
+// of one filter share one): Share and Release count them, so that
+// EventSubscribers counts consumers, and a shared subscription dropped
+// for falling behind counts each of its consumers dropped.
 type Subscription struct {
 	C    <-chan *EventBatch
 	From uint64 // the last entry committed before the subscription began
 
-	c       chan *EventBatch
-	dropped atomic.Bool
+	c         chan *EventBatch
+	dropped   atomic.Bool
+	consumers int // guarded by the broker's mu; 1 from Subscribe
 }
 
 // Dropped reports whether the subscription ended because its buffer was
@@ -281,7 +289,7 @@ type broker struct {
 func (e *Engine) Subscribe(buf int) *Subscription {
 	b := &e.events
 	c := make(chan *EventBatch, max(buf, 1))
-	s := &Subscription{C: c, c: c}
+	s := &Subscription{C: c, c: c, consumers: 1}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s.From = b.last
@@ -304,6 +312,35 @@ func (e *Engine) Unsubscribe(s *Subscription) {
 	if b.subs[s] {
 		delete(b.subs, s)
 		close(s.c)
+	}
+}
+
+// Share counts one more consumer of s; false when s has ended (it is
+// not counted).
+func (e *Engine) Share(s *Subscription) bool {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.subs[s] {
+		return false
+	}
+	s.consumers++
+	return true
+}
+
+// Release counts one consumer of s fewer (the last one is Unsubscribe's);
+// slow says that the consumer was dropped for falling behind. Once s has
+// ended it counts nothing: its end counted its consumers.
+func (e *Engine) Release(s *Subscription, slow bool) {
+	b := &e.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.subs[s] || s.consumers == 0 {
+		return
+	}
+	s.consumers--
+	if slow {
+		b.dropped++
 	}
 }
 
@@ -330,7 +367,7 @@ func (e *Engine) publish(index uint64, recs []replay.Record) {
 			s.dropped.Store(true)
 			delete(b.subs, s)
 			close(s.c)
-			b.dropped++
+			b.dropped += int64(s.consumers)
 		}
 	}
 }
@@ -355,13 +392,17 @@ func (e *Engine) EventsEnd() uint64 {
 	return b.last
 }
 
-// EventSubscribers is how many subscriptions are open, and how many were
-// dropped for being slow since boot.
+// EventSubscribers is how many subscribers are open (a shared
+// subscription's consumers each), and how many were dropped for being
+// slow since boot.
 func (e *Engine) EventSubscribers() (open int, dropped int64) {
 	b := &e.events
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.subs), b.dropped
+	for s := range b.subs {
+		open += s.consumers
+	}
+	return open, b.dropped
 }
 
 // EventsAfter calls fn with the events after pos up to the entry upto

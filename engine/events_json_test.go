@@ -30,3 +30,17 @@ func TestAppendEventJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainJSONEveryByte: plainJSON (its table) calls a byte plain only
+// when encoding/json writes it as is between quotes, and every printable
+// ASCII byte that json writes so (the others go through json).
+func TestPlainJSONEveryByte(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		s := string([]byte{'a', byte(c)})
+		q, _ := json.Marshal(s)
+		asIs := string(q) == `"`+s+`"`
+		if plainJSON(s) && !asIs || !plainJSON(s) && asIs && c >= 0x20 && c <= 0x7e {
+			t.Errorf("byte %#x: plain %v, json writes %s", c, plainJSON(s), q)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orkwal/orkwal/replay"
@@ -144,12 +145,21 @@ func appendTaskJSON(dst []byte, v *TaskView, t *replay.Task) ([]byte, error) {
 // plainJSON reports whether s is written as is between quotes in JSON.
 func plainJSON(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// plainByte[c]: c is printable ASCII but for " \ < > & (a table: every
+// event and view string is looked at byte by byte).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = strings.IndexByte(`"\<>&`, byte(c)) < 0
+	}
+	return t
+}()
 
 func appendAttemptJSON(dst []byte, a *AttemptView) []byte {
 	dst = strconv.AppendInt(append(dst, `{"attempt":`...), int64(a.Attempt), 10)
