@@ -359,7 +359,7 @@ func (e *Engine) removePruned(pruned []string) {
 		gone[id] = true
 	}
 	if len(gone) > 0 {
-		l.removeRunScratch(func(run string) bool { return gone[run] })
+		l.removeRunScratch(func(run string) bool { return gone[run] }, false)
 	}
 }
 

@@ -130,3 +130,28 @@ func TestRelativeDataDirResolvedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBootRemovesKeptInputs: the input files named after their content
+// that a previous life of the daemon kept for the next attempts (see
+// executors.IsContentInput), and their temp files, go at boot, before any
+// start: the next life writes those it needs again, and the folder stays
+// bounded across crashes. The shared empty input stays.
+func TestBootRemovesKeptInputs(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, dir, newManual(t, dir), 4)
+	e.Close()
+	kept := filepath.Join(dir, "work", "input-0123456789abcdef0123456789abcdef.json")
+	for _, p := range []string{kept, kept + ".tmp", Layout(dir).EmptyInput()} {
+		writeFile(t, p, "{}")
+	}
+	e = openEngine(t, dir, newManual(t, dir), 4)
+	defer e.Close()
+	for _, p := range []string{kept, kept + ".tmp"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after boot: %v, want it removed", p, err)
+		}
+	}
+	if _, err := os.Stat(Layout(dir).EmptyInput()); err != nil {
+		t.Errorf("the shared empty input after boot: %v, want it kept", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/orkwal/orkwal/executors"
 )
 
 // Layout is a data folder, the one place that names where each of its files
@@ -83,14 +85,23 @@ func scratchRun(name string) (string, bool) {
 // removeRunScratch removes what work/ holds of the given runs: their
 // folders (data folders written before Scratch was flat) and their scratch
 // files (an attempt's are removed when it ends; those of an attempt whose
-// end a crash cut short stay until its run goes). One listing of work/,
-// which holds only the files of attempts in flight and such leftovers.
-func (l Layout) removeRunScratch(gone func(run string) bool) (removed int, err error) {
+// end a crash cut short stay until its run goes), and, with inputs (at
+// boot, before any start), the input files named after their content that
+// a previous life of the daemon kept (see executors.IsContentInput). One
+// listing of work/, which holds only the files of attempts in flight, the
+// shared inputs and such leftovers.
+func (l Layout) removeRunScratch(gone func(run string) bool, inputs bool) (removed int, err error) {
 	des, err := os.ReadDir(l.work())
 	if err != nil {
 		return 0, nil // none yet
 	}
 	for _, de := range des {
+		if inputs && executors.IsContentInput(de.Name()) {
+			if rerr := os.Remove(filepath.Join(l.work(), de.Name())); rerr != nil && err == nil {
+				err = rerr
+			}
+			continue
+		}
 		if run, ok := scratchRun(de.Name()); ok && gone(run) {
 			if rerr := os.RemoveAll(filepath.Join(l.work(), de.Name())); rerr != nil && err == nil {
 				err = rerr

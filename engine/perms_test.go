@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/orkwal/orkwal/executors"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
@@ -57,10 +59,13 @@ func TestDataFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	check()
-	for _, want := range []string{"/wal", "/logs", "/snapshots", ".input.json", "/work/input-empty.json"} {
+	for _, want := range []string{"/wal", "/logs", "/snapshots", "/work/input-empty.json"} {
 		if !strings.Contains(strings.Join(files, "\n"), want) {
 			t.Errorf("no %s among the files checked: %v", want, files)
 		}
+	}
+	if !slices.ContainsFunc(files, func(f string) bool { return executors.IsContentInput(filepath.Base(f)) }) {
+		t.Errorf("no input file of t's among the files checked: %v", files)
 	}
 }
 

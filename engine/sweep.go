@@ -30,7 +30,7 @@ func (e *Engine) sweepRunFolders() {
 		}
 		n++
 	}
-	scratch, err := l.removeRunScratch(unknown)
+	scratch, err := l.removeRunScratch(unknown, true)
 	if err != nil {
 		e.log.Warn("could not remove the scratch of a pruned run", "folder", l.work(), "err", err)
 	}

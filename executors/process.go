@@ -74,7 +74,11 @@ func NewProcess(cfg ProcessConfig) *Process {
 type attemptFiles struct {
 	input  string
 	output string
+	shared *sharedFile // the input file, the attempt's until release
 }
+
+// release tells the shared input file the attempt is done with it.
+func (f attemptFiles) release() { sharedInputs.release(f.shared) }
 
 // Start launches job.Command and returns once the process is running. The
 // Started event is reported from inside Start, once the process is
@@ -133,16 +137,18 @@ func (p *Process) prepare(job Job) (*preparedProcess, error) {
 	}
 	out, err := openOutput(job)
 	if err != nil {
+		files.release()
 		_ = RemoveScratch(job.Scratch) // what was prepared is not left behind
 		return nil, fmt.Errorf("start task %s: %w", job.TaskID, prepFailed(err))
 	}
 	return &preparedProcess{p: p, job: job, path: path, files: files, env: buildEnv(os.Environ(), job, files), out: out}, nil
 }
 
-// Abort closes the log, removes it if it is empty, and removes the
-// scratch files.
+// Abort closes the log, removes it if it is empty, releases the input and
+// removes the scratch files.
 func (pp *preparedProcess) Abort() {
 	pp.out.abort()
+	pp.files.release()
 	if fi, err := os.Stat(pp.job.LogPath); err == nil && fi.Size() == 0 {
 		_ = os.Remove(pp.job.LogPath)
 	}
@@ -158,6 +164,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		var err error
 		if held, err = holdBack(path, argv); err != nil {
 			out.abort()
+			files.release()
 			return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], spawnFailed(err))
 		}
 		path, argv = held.path, held.argv
@@ -166,6 +173,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 	held.spawned(job.Hold, err == nil)
 	if err != nil {
 		out.abort()
+		files.release()
 		return nil, fmt.Errorf("start task %s (%s): %w", job.TaskID, job.Command[0], spawnFailed(err))
 	}
 	out.spawned()
@@ -179,10 +187,7 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		StartTime: c.start,
 	}
 	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes,
-		logPath: job.LogPath, logger: p.cfg.Logger, out: out, cleaned: p.cleaned}
-	if job.InputFile == "" {
-		fin.ownInput = files.input
-	}
+		logPath: job.LogPath, logger: p.cfg.Logger, out: out, input: files, cleaned: p.cleaned}
 	report(started)
 	if p.watch(c, h, out, fin, report) {
 		return h, nil
@@ -263,7 +268,8 @@ func openLog(path string) (*os.File, error) {
 func (f finishInfo) report(status syscall.WaitStatus, waitErr error, report func(Event)) {
 	ev, present := finishEvent(f, status, waitErr)
 	report(ev)
-	if f.ownInput != "" || present {
+	f.input.release()
+	if present {
 		// The report woke its reader (the engine's loop) onto this
 		// goroutine's processor, where it would wait behind the removal's
 		// system calls: let it run first.
@@ -306,20 +312,16 @@ func finishEvent(fin finishInfo, status syscall.WaitStatus, waitErr error) (ev E
 	return ev, out != nil || outErr != nil
 }
 
-// cleanScratch removes the attempt's files once its output is read: its
-// own input file, and what the task left at ORKWAL_OUTPUT (present:
-// readOutput found something there). A task that wrote no output costs
-// no system call here. What it could not remove stays until its run is
-// removed (the engine sweeps a removed run's files).
+// cleanScratch removes what the task left at ORKWAL_OUTPUT once it is
+// read (present: readOutput found something there); its input is shared
+// (see inputs.go). A task that wrote no output costs no system call
+// here. What it could not remove stays until its run is removed (the
+// engine sweeps a removed run's files).
 func (f finishInfo) cleanScratch(present bool) error {
-	var err error
-	if f.ownInput != "" {
-		err = removeScratchFile(f.ownInput)
+	if !present {
+		return nil
 	}
-	if present {
-		err = errors.Join(err, removeScratchFile(f.outputPath))
-	}
-	return err
+	return removeScratchFile(f.outputPath)
 }
 
 // orkOutput is the value of the task's last ORK_OUTPUT:<json> line (see

@@ -198,7 +198,7 @@ func TestProcessContractEnv(t *testing.T) {
 			got[k] = v
 		}
 	}
-	input := job.Scratch + ".input.json"
+	input := contentInput(filepath.Dir(job.Scratch), []byte("{}")) // the input's own file (see inputs.go)
 	output := job.Scratch + ".output.json"
 	want := map[string]string{"ORKWAL_TEST_DAEMON_VAR": "kept", "TASK_VAR": "task value"}
 	for _, prefix := range []string{"ORKWAL_", "ORK_"} {
@@ -741,7 +741,7 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in, err := os.ReadFile(job.Scratch + inputSuffix); err != nil || string(in) != string(job.Input) {
+	if in, err := os.ReadFile(contentInput(filepath.Dir(job.Scratch), job.Input)); err != nil || string(in) != string(job.Input) {
 		t.Fatalf("input after Prepare: %q, %v", in, err)
 	}
 	if _, err := os.Stat(job.LogPath); !errors.Is(err, os.ErrNotExist) {
@@ -762,7 +762,7 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 		t.Fatalf("the prepared job read input %q", got)
 	}
 
-	// Abort: a fresh attempt's input file and empty log go.
+	// Abort: a fresh attempt's empty log goes, its input is released.
 	job2 := newTestJob(t, "true")
 	job2.MaxLogBytes = 0 // uncapped: the child writes the log file, made by Prepare
 	pp, err = p.Prepare(job2)
@@ -773,24 +773,26 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 		t.Fatalf("uncapped log after Prepare: %v", err)
 	}
 	pp.Abort()
-	for _, path := range []string{job2.Scratch + inputSuffix, job2.LogPath} {
-		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s after Abort: %v, want it removed", path, err)
-		}
+	if _, err := os.Stat(job2.LogPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after Abort: %v, want it removed", job2.LogPath, err)
+	}
+	if n := inputRefs(contentInput(filepath.Dir(job2.Scratch), []byte("{}"))); n != 0 {
+		t.Errorf("input after Abort: %d attempts use it, want none", n)
 	}
 
-	// Abort of a capped job (the default): the input file goes, and no log
-	// was ever made.
+	// Abort of a capped job (the default): the input is released, and no
+	// log was ever made.
 	capped := newTestJob(t, "true")
 	capped.MaxLogBytes = 1 << 20
 	if pp, err = p.Prepare(capped); err != nil {
 		t.Fatal(err)
 	}
 	pp.Abort()
-	for _, path := range []string{capped.Scratch + inputSuffix, filepath.Dir(capped.LogPath)} {
-		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s after Abort of a capped job: %v, want none", path, err)
-		}
+	if _, err := os.Stat(filepath.Dir(capped.LogPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after Abort of a capped job: %v, want none", filepath.Dir(capped.LogPath), err)
+	}
+	if n := inputRefs(contentInput(filepath.Dir(capped.Scratch), []byte("{}"))); n != 0 {
+		t.Errorf("input after Abort of a capped job: %d attempts use it, want none", n)
 	}
 
 	// Abort keeps a log that has output.
@@ -811,8 +813,8 @@ func TestPrepareThenStartOrAbort(t *testing.T) {
 }
 
 // TestPrepareFailureLeavesNothing: a Prepare that fails returns a nil
-// Prepared (not a nil pointer in an interface) and removes the input file
-// it had written.
+// Prepared (not a nil pointer in an interface) and releases the input it
+// had written.
 func TestPrepareFailureLeavesNothing(t *testing.T) {
 	p := newTestProcess(ProcessConfig{})
 	job := newTestJob(t, "orkwal-test-no-such-command")
@@ -828,8 +830,8 @@ func TestPrepareFailureLeavesNothing(t *testing.T) {
 	if pp, err := p.Prepare(job); err == nil || pp != nil {
 		t.Fatalf("Prepare with an unusable log path: %#v, %v; want nil and an error", pp, err)
 	}
-	if _, err := os.Stat(job.Scratch + inputSuffix); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("input file after a failed Prepare: %v, want it removed", err)
+	if n := inputRefs(contentInput(filepath.Dir(job.Scratch), []byte("{}"))); n != 0 {
+		t.Fatalf("input after a failed Prepare: %d attempts use it, want none", n)
 	}
 }
 

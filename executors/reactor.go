@@ -91,7 +91,7 @@ type finishInfo struct {
 	logPath        string
 	logger         *slog.Logger
 	outputPath     string
-	ownInput       string // the attempt's own input file; "" when it is shared (Job.InputFile)
+	input          attemptFiles // its input, released once it is reported
 	maxOutputBytes int64
 	out            *taskOutput         // its ORK_OUTPUT line, once the log is complete
 	cleaned        func(taskID string) // see Process.cleaned

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,94 +34,57 @@ func scratchPrefix(job Job) (string, error) {
 }
 
 // prepareScratch makes the attempt's input available, creating the run's
-// scratch folder if it is missing: its own input file, or the shared one
-// (Job.InputFile, written if need be), and removes any stale output file.
-// None is expected (the attempt's files are removed when it ends or is
-// interrupted, and a start whose dispatch was lost never ran), but a
-// removal that failed must not hand an old output to this attempt.
+// scratch folder if it is missing: the shared file Job.InputFile, or the
+// one named after the input's content (see inputs.go), written if need be,
+// and removes any stale output file. None is expected (the attempt's files
+// are removed when it ends or is interrupted, and a start whose dispatch
+// was lost never ran), but a removal that failed must not hand an old
+// output to this attempt. The input is the attempt's until it releases it
+// (attemptFiles.release).
 func prepareScratch(job Job) (attemptFiles, error) {
 	prefix, err := scratchPrefix(job)
 	if err != nil {
 		return attemptFiles{}, err
 	}
-	files := attemptFiles{input: prefix + inputSuffix, output: prefix + outputSuffix}
+	files := attemptFiles{output: prefix + outputSuffix}
 	input := job.Input
 	if len(input) == 0 {
 		input = []byte("{}")
 	}
-	own := job.InputFile == ""
-	if own {
-		err = writeScratch(files.input, input)
+	dir := filepath.Dir(prefix)
+	if job.InputFile == "" {
+		files.shared, err = sharedInputs.acquire(contentInput(dir, input), input, true)
 	} else {
-		files.input, err = shareInput(job.InputFile, input, filepath.Dir(prefix))
+		files.shared, err = shareInput(job.InputFile, input, dir)
 	}
 	if err != nil {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
+	files.input = files.shared.path
 	if err := removeStale(files.output); err != nil {
-		if own {
-			_ = unix.Unlink(files.input)
-		}
+		files.release()
 		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
 	}
 	return files, nil
 }
 
-// shareInput returns the absolute path of the shared input file path,
-// holding data (see sharedInputs), once the attempt's scratch folder dir
-// exists (the task may write its output there).
-func shareInput(path string, data []byte, dir string) (string, error) {
+// shareInput returns shared input file path (Job.InputFile), holding
+// data, made absolute, once the attempt's scratch folder dir exists (the
+// task may write its output there).
+func shareInput(path string, data []byte, dir string) (*sharedFile, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", fmt.Errorf("shared input path: %w", err)
+		return nil, fmt.Errorf("shared input path: %w", err)
 	}
-	if err := sharedInputs.ensure(abs, data); err != nil {
-		return "", err
+	f, err := sharedInputs.acquire(abs, data, false)
+	if err != nil {
+		return nil, err
 	}
 	if err := ensureDir(dir); err != nil {
-		return "", fmt.Errorf("create scratch folder: %w", err)
+		sharedInputs.release(f)
+		return nil, fmt.Errorf("create scratch folder: %w", err)
 	}
-	return abs, nil
-}
-
-// sharedInputs are the shared input files (Job.InputFile) as this process
-// last wrote them: a file found as it was left is trusted without reading
-// it (one stat), one found changed or gone (a task removed or rewrote it:
-// the path is the task's to read, not to change) is written again before
-// the next start. One entry per data folder the process uses.
-var sharedInputs = &sharedFiles{known: map[string]fileID{}}
-
-type sharedFiles struct {
-	mu    sync.Mutex
-	known map[string]fileID // by path; guarded by mu
-}
-
-// ensure makes path hold data: nothing when it is as this process left
-// it; otherwise it is written to path+".tmp" (read-only), then renamed
-// over path, so that a task never reads it half written.
-func (s *sharedFiles) ensure(path string, data []byte) error {
-	var st unix.Stat_t
-	err := unix.Lstat(path, &st)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil && s.known[path] == idOf(&st) {
-		return nil
-	}
-	tmp := path + ".tmp"
-	if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT { // read-only: not opened again for writing
-		return &os.PathError{Op: "unlink", Path: tmp, Err: err}
-	}
-	if err := writeScratchMode(tmp, data, 0o400); err != nil {
-		return err
-	}
-	if err := unix.Rename(tmp, path); err != nil {
-		return &os.LinkError{Op: "rename", Old: tmp, New: path, Err: err}
-	}
-	if err := unix.Lstat(path, &st); err != nil {
-		return &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	s.known[path] = idOf(&st)
-	return nil
+	return f, nil
 }
 
 // ensureDir creates folder dir (and its parents) unless it is there: a

@@ -118,31 +118,30 @@ func TestSpawnStartTimeFromClock(t *testing.T) {
 }
 
 // TestProcessReportsBeforeCleaning: a process attempt's Finished report
-// does not wait for the removal of its input file (a system call on the
-// data folder, on the path from a task's exit to the start of the next
-// task of a chain): the file is still there when the report is made, and
-// gone once the executor says it is done.
+// does not wait for the removal of what it left at ORKWAL_OUTPUT (a
+// system call on the data folder, on the path from a task's exit to the
+// start of the next task of a chain): the file is still there when the
+// report is made, and gone once the executor says it is done.
 func TestProcessReportsBeforeCleaning(t *testing.T) {
 	t.Parallel()
-	job := newTestJob(t, "true")
-	job.Input = []byte(`{"upstream":{"a":null}}`)
+	job := newTestJob(t, "sh", "-c", `echo 1 > "$ORKWAL_OUTPUT"`)
 	p := newTestProcess(ProcessConfig{})
 	cleaned := make(chan string, 1)
 	p.cleaned = func(taskID string) { cleaned <- taskID }
 	atReport := make(chan error, 1)
 	if _, err := p.Start(job, func(ev Event) {
 		if ev.Kind == Finished {
-			_, err := os.Lstat(job.Scratch + inputSuffix)
+			_, err := os.Lstat(job.Scratch + outputSuffix)
 			atReport <- err
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-atReport; err != nil {
-		t.Fatalf("input file at the Finished report: %v, want it still there", err)
+		t.Fatalf("output file at the Finished report: %v, want it still there", err)
 	}
 	<-cleaned
-	if _, err := os.Lstat(job.Scratch + inputSuffix); !os.IsNotExist(err) {
-		t.Fatalf("input file once cleaned: %v, want it removed", err)
+	if _, err := os.Lstat(job.Scratch + outputSuffix); !os.IsNotExist(err) {
+		t.Fatalf("output file once cleaned: %v, want it removed", err)
 	}
 }

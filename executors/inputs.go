@@ -1,0 +1,159 @@
+package executors
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// An attempt's input (ORKWAL_INPUT) is a read-only file that every attempt
+// with the same input shares, named after its content in the scratch
+// folder (input-<hash>.json), or the one the engine names for the empty
+// input (Job.InputFile). A file made for one attempt and removed as it
+// ended cost a new inode for every start: on ext4 without a journal (the
+// machine of docs/benchmarks.md) each creation also scans past the inodes
+// removed in the last seconds, tens to hundreds of microseconds of CPU a
+// start, and the start of a chain's next task waited for it when its
+// dispatch's fsync was quicker. A task that runs again with the same
+// input (a workflow run again, a chain whose tasks print no output: each
+// one's input names its upstream, with no output) now finds its file
+// there: one stat. A file no attempt uses is kept, up to keepIdle of them
+// (the least recently used goes first), so that the folder stays bounded.
+
+// keepIdle is how many content-named input files no attempt uses are kept
+// for the next attempt with the same input.
+const keepIdle = 256
+
+// contentInput is the path of the shared file that holds data, in dir: its
+// name is the first 128 bits of data's SHA-256, a name no other input
+// takes.
+func contentInput(dir string, data []byte) string {
+	sum := sha256.Sum256(data)
+	return filepath.Join(dir, contentInputPrefix+hex.EncodeToString(sum[:16])+contentInputExt)
+}
+
+// The name of a content-named input file is contentInputPrefix, 32 hex
+// digits, contentInputExt (see IsContentInput).
+const (
+	contentInputPrefix = "input-"
+	contentInputExt    = ".json"
+)
+
+// IsContentInput tells whether name (in a scratch folder) is a
+// content-named input file, or its temp file (name + ".tmp"): the engine
+// removes those a previous life of the daemon left at boot, before any
+// start.
+func IsContentInput(name string) bool {
+	n := len(contentInputPrefix) + 32 + len(contentInputExt)
+	if len(name) == n+len(".tmp") && name[n:] == ".tmp" {
+		name = name[:n]
+	}
+	if len(name) != n || name[:len(contentInputPrefix)] != contentInputPrefix || name[n-len(contentInputExt):] != contentInputExt {
+		return false
+	}
+	_, err := hex.DecodeString(name[len(contentInputPrefix) : n-len(contentInputExt)])
+	return err == nil
+}
+
+// sharedInputs are the shared input files as this process last wrote them:
+// a file found as it was left is trusted without reading it (one stat),
+// one found changed or gone (a task removed or rewrote it: the path is the
+// task's to read, not to change) is written again before the next start.
+var sharedInputs = &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle}
+
+type sharedFiles struct {
+	keep  int // content-named files kept idle (keepIdle)
+	mu    sync.Mutex
+	files map[string]*sharedFile // by path; guarded by mu
+	idle  list.List              // content-named files no attempt uses, least recently used first; guarded by mu
+}
+
+// sharedFile is one shared input file.
+type sharedFile struct {
+	path  string
+	owned bool // content-named: removed once idle beyond keepIdle
+
+	mu sync.Mutex // held while the file is checked or written
+	id fileID     // as this process last wrote it; zero: not yet
+
+	refs int           // attempts using it; guarded by sharedFiles.mu
+	idle *list.Element // in sharedFiles.idle; guarded by sharedFiles.mu
+}
+
+// acquire makes path hold data and counts one more attempt using it, until
+// release. owned: path is content-named (see contentInput).
+func (s *sharedFiles) acquire(path string, data []byte, owned bool) (*sharedFile, error) {
+	s.mu.Lock()
+	f := s.files[path]
+	if f == nil {
+		f = &sharedFile{path: path, owned: owned}
+		s.files[path] = f
+	}
+	f.refs++
+	if f.idle != nil {
+		s.idle.Remove(f.idle)
+		f.idle = nil
+	}
+	s.mu.Unlock()
+	f.mu.Lock()
+	err := f.ensure(data)
+	f.mu.Unlock()
+	if err != nil {
+		s.release(f)
+		return nil, err
+	}
+	return f, nil
+}
+
+// release counts one attempt less using f. A content-named file no
+// attempt uses joins the idle ones; beyond s.keep, the least recently
+// used of them is removed (under s.mu, so that no acquire of its path
+// finds it half gone).
+func (s *sharedFiles) release(f *sharedFile) {
+	if f == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.refs--
+	if f.refs > 0 || !f.owned {
+		return
+	}
+	f.idle = s.idle.PushBack(f)
+	for s.idle.Len() > s.keep {
+		old := s.idle.Remove(s.idle.Front()).(*sharedFile)
+		old.idle = nil
+		delete(s.files, old.path)
+		_ = removeScratchFile(old.path) // one left behind goes at the next boot
+	}
+}
+
+// ensure makes f hold data: nothing when it is as this process left it;
+// otherwise it is written to path+".tmp" (read-only), then renamed over
+// path, so that a task never reads it half written. Called with f.mu held.
+func (f *sharedFile) ensure(data []byte) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(f.path, &st); err == nil && f.id != (fileID{}) && f.id == idOf(&st) {
+		return nil
+	}
+	tmp := f.path + ".tmp"
+	if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT { // read-only: not opened again for writing
+		return &os.PathError{Op: "unlink", Path: tmp, Err: err}
+	}
+	if err := writeScratchMode(tmp, data, 0o400); err != nil {
+		return err
+	}
+	if err := unix.Rename(tmp, f.path); err != nil {
+		return &os.LinkError{Op: "rename", Old: tmp, New: f.path, Err: err}
+	}
+	if err := unix.Lstat(f.path, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: f.path, Err: err}
+	}
+	f.id = idOf(&st)
+	return nil
+}

@@ -1,0 +1,162 @@
+package executors
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// inputRefs is how many attempts use the shared input file at path.
+func inputRefs(path string) int {
+	sharedInputs.mu.Lock()
+	defer sharedInputs.mu.Unlock()
+	if f := sharedInputs.files[path]; f != nil {
+		return f.refs
+	}
+	return 0
+}
+
+// readInputTask is a job whose task copies its input to a file, returned.
+func readInputTask(t *testing.T, input string) (Job, string) {
+	t.Helper()
+	copied := filepath.Join(t.TempDir(), "copied")
+	job := newTestJob(t, "sh", "-c", `cat "$ORKWAL_INPUT" > "`+copied+`"`)
+	job.Input = []byte(input)
+	return job, copied
+}
+
+// TestInputWithoutAFileOfItsOwn: an attempt's input is a read-only file
+// named after its content, which the attempts with the same input share
+// (no file made and removed per attempt): each reads its own bytes, a
+// second attempt with the same input (a retry, a run of the same
+// workflow) finds the file there and reads the same bytes, and one whose
+// file a task changed or removed, or that a previous life of the daemon
+// left with other bytes (after a crash), has it written again first.
+func TestInputWithoutAFileOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	p := newTestProcess(ProcessConfig{})
+	run := func(input string, attempt int) (string, string) {
+		t.Helper()
+		job, copied := readInputTask(t, input)
+		job.Scratch = filepath.Join(dir, fmt.Sprintf("run.a.%d", attempt))
+		job.Attempt = attempt
+		events := make(chan Event, 2)
+		if _, err := p.Start(job, func(ev Event) { events <- ev }); err != nil {
+			t.Fatal(err)
+		}
+		expectStarted(t, job, events)
+		if fin := expectFinished(t, job, events); !fin.OK {
+			t.Fatalf("attempt %d: %+v", attempt, fin)
+		}
+		got, err := os.ReadFile(copied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got), contentInput(dir, job.Input)
+	}
+	const in = `{"params":{},"inputs":{},"upstream":{"a":null}}`
+	got, path := run(in, 1)
+	if got != in {
+		t.Fatalf("attempt 1 read %q, want %q", got, in)
+	}
+	info, err := os.Stat(path)
+	if err != nil || info.Mode().Perm() != 0o400 {
+		t.Fatalf("input file after attempt 1: %v, %v; want it kept, read-only", info, err)
+	}
+	if got, _ := run(in, 2); got != in {
+		t.Fatalf("attempt 2 (the same input) read %q, want %q", got, in)
+	}
+	if got, _ := run(`{"other":1}`, 3); got != `{"other":1}` {
+		t.Fatalf("attempt 3 (another input) read %q", got)
+	}
+	// A task changed the shared file (it is its to read, not to change).
+	overwrite(t, path, `{"changed":true}`)
+	if got, _ := run(in, 4); got != in {
+		t.Fatalf("attempt 4 (after a task changed the file) read %q, want %q", got, in)
+	}
+	// A previous life of the daemon (after a crash) left other bytes
+	// there: this process never wrote it, so it does not trust it.
+	sharedInputs.mu.Lock()
+	f := sharedInputs.files[path]
+	sharedInputs.mu.Unlock()
+	f.mu.Lock()
+	f.id = fileID{}
+	f.mu.Unlock()
+	overwrite(t, path, `{"stale":true}`)
+	if got, _ := run(in, 5); got != in {
+		t.Fatalf("attempt 5 (after a crash left other bytes) read %q, want %q", got, in)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := run(in, 6); got != in {
+		t.Fatalf("attempt 6 (after the file was removed) read %q, want %q", got, in)
+	}
+}
+
+// overwrite writes data over the read-only file at path, as a task could.
+func overwrite(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIdleInputsAreBounded: of the content-named input files no attempt
+// uses, at most keepIdle are kept, the least recently used going first;
+// one an attempt uses is never removed.
+func TestIdleInputsAreBounded(t *testing.T) {
+	s := &sharedFiles{files: map[string]*sharedFile{}, keep: 2}
+	dir := t.TempDir()
+	held, err := s.acquire(contentInput(dir, []byte(`"held"`)), []byte(`"held"`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for i := range 4 {
+		data := []byte(fmt.Sprint(i))
+		f, err := s.acquire(contentInput(dir, data), data, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.release(f)
+		paths = append(paths, f.path)
+	}
+	for i, path := range paths {
+		_, err := os.Stat(path)
+		if kept := i >= 2; kept != (err == nil) {
+			t.Errorf("input %d: %v, want kept %v", i, err, kept)
+		}
+	}
+	if _, err := os.Stat(held.path); err != nil {
+		t.Errorf("the input an attempt uses: %v, want it there", err)
+	}
+	s.release(held)
+	if _, err := os.Stat(paths[2]); err == nil {
+		t.Errorf("input 2: kept, want it removed once the held one went idle after it")
+	}
+}
+
+func TestIsContentInput(t *testing.T) {
+	name := filepath.Base(contentInput("/x", []byte("{}")))
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		{name, true},
+		{name + ".tmp", true},
+		{"input-empty.json", false},
+		{"input-empty.json.tmp", false},
+		{"input-" + name[6:38] + ".txt", false},
+		{"input-zz" + name[8:], false},
+		{"0b0c2a3e-8f5e-4a8e-9d67-6b6a9f3c1d22.a.1.input.json", false},
+	} {
+		if got := IsContentInput(c.name); got != c.want {
+			t.Errorf("IsContentInput(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
