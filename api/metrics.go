@@ -204,6 +204,8 @@ func writeEngineMetrics(w io.Writer, st engine.Stats) {
 		{"orkwal_disk_full_recoveries_total", "counter", "In-process recoveries of the WAL after a full disk.", float64(st.DiskRecoveries)},
 		{"orkwal_boot_torn_tail_bytes", "gauge", "Bytes of torn WAL tail cut at boot (the trace of a crash during a write).", float64(st.BootCutBytes)},
 		{"orkwal_tasks_in_flight", "gauge", "Task attempts dispatched or running.", float64(st.TasksInFlight)},
+		{"orkwal_executor_slots_in_use", "gauge", "Executor slots held by running attempts (at most --max-concurrent).", float64(st.SlotsInUse)},
+		{"orkwal_tasks_dispatched_ahead", "gauge", "Attempts dispatched ahead (durable, prepared), waiting for an executor slot.", float64(st.TasksAhead)},
 		{"orkwal_tasks_ready", "gauge", "Pending tasks whose dependencies are done.", float64(st.TasksReady)},
 		{"orkwal_alerts_raised_total", "counter", "Alerts raised since boot (a run's end, a retry, an SLA, a summary).", float64(st.AlertsRaised)},
 		{"orkwal_alerts_sent_total", "counter", "Alert deliveries accepted by their target since boot.", float64(st.AlertsSent)},

@@ -49,14 +49,36 @@ func (e *Engine) armDeadlines(a *attempt, now int64) {
 	if spec.Timeout > 0 {
 		heap.Push(&e.deadlines, deadline{at: now + int64(spec.Timeout), taskID: a.taskID, attempt: a.number, kind: timeoutDeadline})
 	}
-	start := spec.StartTimeout
-	if start == 0 {
-		start = DefaultStartTimeout
-	}
-	heap.Push(&e.deadlines, deadline{at: now + int64(start), taskID: a.taskID, attempt: a.number, kind: startDeadline})
+	heap.Push(&e.deadlines, deadline{at: now + int64(startTimeout(spec)), taskID: a.taskID, attempt: a.number, kind: startDeadline})
 	if hb := heartbeatTimeout(spec); hb > 0 {
 		heap.Push(&e.deadlines, deadline{at: now + int64(hb), taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})
 	}
+}
+
+// startTimeout is the task's start_timeout, or DefaultStartTimeout.
+func startTimeout(spec *workflow.Task) time.Duration {
+	if spec.StartTimeout == 0 {
+		return DefaultStartTimeout
+	}
+	return spec.StartTimeout
+}
+
+// fromSlot tells whether deadline d, of a duration counted from when a
+// got its executor slot, has passed. An attempt dispatched ahead gets its
+// slot later than its dispatch (see slots), off the loop: while it waits,
+// or when it got its slot after its dispatch, d is armed again for then
+// (once per d while it waits), and it has not passed.
+func (e *Engine) fromSlot(a *attempt, d deadline, dur time.Duration, now int64) bool {
+	at := now + int64(dur) // still waiting: look again then
+	if g := e.slots.grantedAt(a); g != 0 {
+		at = g + int64(dur)
+	}
+	if at <= now {
+		return true
+	}
+	d.at = at
+	heap.Push(&e.deadlines, d)
+	return false
 }
 
 // DefaultHeartbeatTimeout applies to executors that report heartbeats (the
@@ -96,12 +118,17 @@ func (e *Engine) expireDeadlines(now int64, out *turnOutput) {
 func (e *Engine) expired(a *attempt, d deadline, now int64) string {
 	switch d.kind {
 	case timeoutDeadline:
-		return fmt.Sprintf("timeout after %s", a.spec.Timeout)
+		if e.fromSlot(a, d, a.spec.Timeout, now) {
+			return fmt.Sprintf("timeout after %s", a.spec.Timeout)
+		}
 	case startDeadline:
-		if !a.started {
-			return fmt.Sprintf("never started (no start reported within %s)", time.Duration(d.at-a.dispatchedAt))
+		if !a.started && e.fromSlot(a, d, startTimeout(a.spec), now) {
+			return fmt.Sprintf("never started (no start reported within %s)", startTimeout(a.spec))
 		}
 	case heartbeatDeadline:
+		if !e.fromSlot(a, d, heartbeatTimeout(a.spec), now) {
+			return ""
+		}
 		next := a.lastBeat + int64(heartbeatTimeout(a.spec))
 		if next > now {
 			heap.Push(&e.deadlines, deadline{at: next, taskID: a.taskID, attempt: a.number, kind: heartbeatDeadline})

@@ -40,7 +40,8 @@ func (e *Engine) deferTask(a *attempt, ev *executors.Event, now int64, out *turn
 	a.release(false)
 	out.scratch = append(out.scratch, e.scratchOf(a))
 	t := &attempt{ref: a.ref, taskID: a.taskID, number: a.number, spec: a.spec, dispatchedAt: a.dispatchedAt,
-		started: true, lastBeat: now, deferred: true, stopped: a.stopped, failReason: a.failReason, cancelled: a.cancelled}
+		started: true, lastBeat: now, deferred: true, stopped: a.stopped, failReason: a.failReason, cancelled: a.cancelled,
+		slot: a.slot} // the tracker keeps the process's slot
 	e.attempts[a.taskID] = t
 	out.starts = append(out.starts, &start{att: t, ex: e.cfg.Deferred, job: e.trackJob(t, ev.Output)})
 	if t.stopped || t.cancelled || t.failReason != "" {
@@ -67,6 +68,7 @@ func (e *Engine) resumeDeferred(t *replay.Task, now int64) {
 		spec: t.Spec(), dispatchedAt: t.DispatchedAt, started: true, lastBeat: now, deferred: true}
 	e.attempts[a.taskID] = a
 	e.inflight++
+	e.slots.force(a, now) // it ran before: it takes its slot back
 	e.armDeadlines(a, now)
 	job := e.trackJob(a, t.Output)
 	h, err := e.cfg.Deferred.Start(job, e.report)

@@ -29,6 +29,7 @@ type Engine struct {
 
 	inbox    *inbox
 	launcher *launcher     // starts executors and removes scratch files off the loop
+	slots    *slots        // executor slots and the attempts dispatched ahead (slots.go)
 	stop     chan struct{} // closed by Close: begin shutdown
 	done     chan struct{} // closed when the loop has returned
 	stopping bool          // loop-owned: shutdown begun, dispatch no more
@@ -132,6 +133,7 @@ type attempt struct {
 	failReason   string    // the engine stopped it for this reason (timeout, heartbeat, never started)
 	cancelled    bool      // stopped because its run is being cancelled
 	deferred     bool      // its process ended deferring its work: its jobs are tracked (deferred.go)
+	slot         *ticket   // its executor slot, or its place in the queue for one (slots.go); guarded by slots.mu
 }
 
 // cleaned notes a Finished report whose executor removed the attempt's
@@ -194,7 +196,7 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), startedDue: make(chan struct{}, 1),
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), slots: newSlots(cfg.MaxConcurrent, cfg.Clock), startedDue: make(chan struct{}, 1),
 		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{}, notRunCount: map[string]int{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}

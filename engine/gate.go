@@ -104,6 +104,9 @@ func (g *gate) take(t *replay.Task) {
 // one gate for the whole read (views of big runs would otherwise build one
 // per task). Called under the read lock.
 func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
+	if t.Status == replay.Dispatched {
+		return e.waitingAhead(t)
+	}
 	if t.Status != replay.Pending {
 		return nil
 	}
@@ -122,8 +125,20 @@ func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
 	if reason := g.blocked(t); reason != "" {
 		return []string{reason}
 	}
-	if e.inflight >= e.cfg.MaxConcurrent {
-		return []string{fmt.Sprintf("executor slots full (%d of %d in use)", e.inflight, e.cfg.MaxConcurrent)}
+	if e.inflight >= e.dispatchMax() || e.inflight >= e.cfg.MaxConcurrent && !goesAhead(t) {
+		held, ahead := e.slots.inUse()
+		return []string{fmt.Sprintf("executor slots full (%d of %d in use, %d dispatched ahead)", held, e.cfg.MaxConcurrent, ahead)}
 	}
 	return []string{"ready: dispatching"}
+}
+
+// waitingAhead: a dispatched task whose attempt waits for an executor
+// slot says so (see slots); nil for one that holds its slot.
+func (e *Engine) waitingAhead(t *replay.Task) []string {
+	a := e.attempts[t.ID()]
+	if a == nil || a.number != t.Attempt || !e.slots.waiting(a) {
+		return nil
+	}
+	held, _ := e.slots.inUse()
+	return []string{fmt.Sprintf("dispatched ahead: waiting for an executor slot (%d of %d in use)", held, e.cfg.MaxConcurrent)}
 }

@@ -172,8 +172,12 @@ func (e *Engine) armWake(notBefore int64) {
 
 func (e *Engine) canDispatch() bool {
 	return !e.stopping && e.poison.Load() == nil &&
-		e.inflight < e.cfg.MaxConcurrent && e.state.ReadyCount() > 0
+		e.inflight < e.dispatchMax() && e.state.ReadyCount() > 0
 }
+
+// dispatchMax is how many attempts may be in flight: the slots and as
+// many dispatched ahead (see slots).
+func (e *Engine) dispatchMax() int { return e.cfg.MaxConcurrent + aheadOf(e.cfg.MaxConcurrent) }
 
 // turn decides and applies everything evs imply plus the dispatches that
 // fit, then makes them durable. See the package doc.
@@ -274,7 +278,9 @@ func (e *Engine) stopRun(runID string, out *turnOutput) {
 	for _, a := range e.attempts {
 		if a.ref.Run == runID && !a.cancelled {
 			a.cancelled = true
-			out.stops = append(out.stops, a)
+			if !e.withdraw(a) { // at once: see withdraw
+				out.stops = append(out.stops, a)
+			}
 		}
 	}
 }
@@ -328,9 +334,7 @@ func (e *Engine) decideExec(ev *executors.Event, now int64, out *turnOutput) {
 	if ev.Kind == executors.Finished {
 		a.release(false)
 		e.observeFinish(a, now)
-		delete(e.attempts, ev.TaskID)
-		e.inflight--
-		out.scratch = append(out.scratch, e.scratchOf(a))
+		e.remove(a, out)
 	}
 }
 
@@ -441,9 +445,17 @@ func (e *Engine) forget(taskID string, number int, out *turnOutput) {
 		return
 	}
 	a.release(false)
-	delete(e.attempts, taskID)
+	e.remove(a, out)
+}
+
+// remove drops an attempt that ended from those in flight and gives back
+// its slot (if its Finished report did not already: see slots).
+func (e *Engine) remove(a *attempt, out *turnOutput) {
+	delete(e.attempts, a.taskID)
 	e.inflight--
 	out.scratch = append(out.scratch, e.scratchOf(a))
+	next, _ := e.slots.leave(a)
+	e.spawnAll(next)
 }
 
 // dispatch hands ready tasks that pass the gate to executors, in order
@@ -451,7 +463,7 @@ func (e *Engine) forget(taskID string, number int, out *turnOutput) {
 // is parked behind it (see replay's ready queue), so a pass costs
 // O(log n) per task it looks at, not a scan of every waiting task.
 func (e *Engine) dispatch(now int64, out *turnOutput) {
-	picked, wake := e.pick(now, e.cfg.MaxConcurrent-e.inflight)
+	picked, wake := e.pick(now, e.dispatchMax()-e.inflight, e.cfg.MaxConcurrent-e.inflight)
 	out.wake = wake
 	for _, t := range picked {
 		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
@@ -467,6 +479,7 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		e.holdIfCrashed(s)
 		out.starts = append(out.starts, s)
 		e.attempts[s.job.TaskID] = s.att
+		e.slots.enter(s.att, now)
 		e.armDeadlines(s.att, now)
 		e.inflight++
 	}
@@ -479,9 +492,12 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 // released from a fan-out's concurrency and held by another gate releases
 // the next one (the room it was released for is still free).
 //
+// Beyond the first slotFree, it picks only tasks that may go ahead (see
+// slots) and stops at the first other one, which stays ready.
+//
 // It returns the picked tasks and the earliest not_before still to come
 // (0: none).
-func (e *Engine) pick(now int64, free int) (picked []*replay.Task, wake int64) {
+func (e *Engine) pick(now int64, free, slotFree int) (picked []*replay.Task, wake int64) {
 	st := e.state
 	g := newGate(e, now)
 	defer func() {
@@ -501,6 +517,10 @@ func (e *Engine) pick(now int64, free int) (picked []*replay.Task, wake int64) {
 		}
 		e.looked.Add(1)
 		held := g.holds(t)
+		if held == replay.GateNone && len(picked) >= slotFree && !goesAhead(t) {
+			other = append(other, t) // waits for a free slot: the pass ends
+			break
+		}
 		switch held {
 		case replay.GateNone:
 			picked = append(picked, t)
@@ -616,8 +636,10 @@ func (e *Engine) append(out *turnOutput) bool {
 			out.replies[i].res = result{err: unavailable}
 		}
 	}
+	e.withdrawAll()
 	for _, s := range out.starts {
 		delete(e.attempts, s.job.TaskID)
+		e.slots.leave(s.att) // nobody waits now: nothing to spawn
 	}
 	for _, s := range out.sends {
 		delete(e.alerts.sending, s.ref) // still pending: sent once the WAL recovers
@@ -667,7 +689,7 @@ func (e *Engine) effects(out *turnOutput) {
 		r.cmd.reply <- r.res
 	}
 	for _, a := range out.stops {
-		a.exec.Stop(e.cfg.KillGrace, a.stopReason())
+		e.stopAttempt(a)
 	}
 	jobs := make([]func(), 0, len(out.scratch))
 	for _, prefix := range out.scratch {
@@ -698,19 +720,95 @@ func (e *Engine) launch(s *start, c *commit) {
 		prep.Abort()
 	}
 	c.waiting.Done()
-	switch {
-	case !durable:
+	if !durable {
 		return
+	}
+	switch slot := e.slots.ready(s.att, prep); {
+	case slot == slotLeft: // stopped while it waited for a slot
+		e.neverSpawned(s.att, prep)
 	case err != nil:
 		e.reportStartFailure(s.job, err)
-		return
-	}
-	h, err := prep.Start(e.reporter(s.att))
+	case slot == slotHeld:
+		e.spawn(s.att, prep)
+	} // else it waits for a slot: whoever frees one spawns it
+}
+
+// spawn starts a's prepared work: a holds its slot and its dispatch is
+// durable. It runs on the launcher, or on the goroutine that reported the
+// end of the attempt whose slot a got (see reporter).
+func (e *Engine) spawn(a *attempt, prep executors.Prepared) {
+	h, err := prep.Start(e.reporter(a))
 	if err != nil {
-		e.reportStartFailure(s.job, err)
+		e.reportStartFailure(e.jobRef(a), err)
 		return
 	}
-	s.att.exec.set(h)
+	a.exec.set(h)
+}
+
+// spawnAll spawns the attempts that got a slot, on the launcher (a caller
+// on the loop).
+func (e *Engine) spawnAll(ss []spawnable) {
+	for _, s := range ss {
+		e.launcher.submit(func() { e.spawn(s.a, s.prep) })
+	}
+}
+
+// jobRef is what a start failure's report needs of a's job.
+func (e *Engine) jobRef(a *attempt) executors.Job {
+	key := a.taskID[len(a.ref.Run)+1:] // taskID is run:key
+	return executors.Job{RunID: a.ref.Run, TaskID: a.taskID, Attempt: a.number,
+		LogPath: Layout(e.cfg.DataDir).AttemptLog(a.ref.Run, key, a.number)}
+}
+
+// neverSpawned ends an attempt stopped while it waited for a slot: what
+// was prepared is removed and its end reported like that of an attempt
+// stopped before it ran (the loop records the stop's reason).
+func (e *Engine) neverSpawned(a *attempt, prep executors.Prepared) {
+	if prep != nil {
+		prep.Abort()
+	}
+	e.report(executors.Event{Kind: executors.Finished, TaskID: a.taskID, Attempt: a.number, ExitCode: -1,
+		Err: "stopped while waiting for an executor slot", Cleaned: true})
+}
+
+// stopAttempt stops an attempt (cancel, deadline, shutdown): one that
+// waits for a slot leaves the queue and never spawns; one that holds a
+// slot is asked to stop. Loop goroutine.
+func (e *Engine) stopAttempt(a *attempt) {
+	if !e.withdraw(a) {
+		a.exec.Stop(e.cfg.KillGrace, a.stopReason())
+	}
+}
+
+// withdraw takes a out of the queue for a slot if it waits there, and
+// tells whether it did: it then never spawns, and its end is reported
+// (here, or by the launcher if it has not made it ready yet: see launch).
+// Those that wait are withdrawn before any running attempt is stopped:
+// a stopped attempt's end would give its slot to the next one waiting.
+// Loop goroutine.
+func (e *Engine) withdraw(a *attempt) bool {
+	prep, waited := e.slots.withdraw(a)
+	if waited && prep != nil {
+		e.launcher.submit(func() { e.neverSpawned(a, prep) })
+	}
+	return waited
+}
+
+// withdrawAll takes every attempt waiting for a slot out of the queue and
+// forgets it (fail-stop: no record can say so; once the log recovers,
+// their tasks, found in flight with no attempt, are interrupted and run
+// again). Loop goroutine.
+func (e *Engine) withdrawAll() {
+	for _, a := range e.slots.waitingAll() {
+		prep, ok := e.slots.withdraw(a)
+		if !ok {
+			continue
+		}
+		delete(e.attempts, a.taskID)
+		if prep != nil {
+			e.launcher.submit(prep.Abort)
+		}
+	}
 }
 
 // reportStartFailure records an attempt that could not be launched as a
@@ -734,11 +832,36 @@ func (e *Engine) report(ev executors.Event) { e.inbox.push(event{exec: &ev}) }
 // report of an attempt that is not held (see hold.go) waits in the inbox
 // without waking the loop (see inbox.pushQuiet), at most startedDelay,
 // the bound its task_started record keeps anyway (see deferStarted).
+//
+// An attempt whose slot is given back on its Finished report (see slots)
+// gives it, and spawns the first attempt waiting for one, before the
+// report goes to the loop: on the executor's goroutine, with no loop turn
+// and no fsync in between (its dispatch is durable already).
 func (e *Engine) reporter(a *attempt) func(executors.Event) {
+	report := e.reportStartedQuietly
 	if a.eager {
-		return e.report
+		report = e.report
 	}
-	return e.reportStartedQuietly
+	if a.slot == nil || !a.slot.early { // early is set once, at dispatch
+		return report
+	}
+	return func(ev executors.Event) {
+		if ev.Kind != executors.Finished {
+			report(ev)
+			return
+		}
+		next, waiting := e.slots.leave(a)
+		if waiting > aheadOf(e.cfg.MaxConcurrent)/2 {
+			// Enough is durable and prepared for the slots: the loop
+			// need not wake for this end alone (see pushQuiet).
+			e.inbox.pushQuiet(event{exec: &ev}, e.startedDelay, e.startedNow)
+		} else {
+			report(ev)
+		}
+		for _, s := range next {
+			e.spawn(s.a, s.prep)
+		}
+	}
 }
 
 func (e *Engine) reportStartedQuietly(ev executors.Event) {
@@ -761,8 +884,14 @@ func (e *Engine) startedNow() {
 // beginShutdown stops dispatching and asks every attempt to stop.
 func (e *Engine) beginShutdown() {
 	e.stopping = true
+	var running []*attempt
 	for _, a := range e.attempts {
 		a.stopped = true
+		if !e.withdraw(a) { // first: see withdraw
+			running = append(running, a)
+		}
+	}
+	for _, a := range running {
 		a.exec.Stop(e.cfg.KillGrace, a.stopReason())
 	}
 }

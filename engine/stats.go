@@ -31,6 +31,8 @@ type Stats struct {
 	DiskRecoveries  int64 // in-process recoveries after a full disk
 	BootCutBytes    int64 // torn-tail bytes cut at boot
 	TasksInFlight   int
+	SlotsInUse      int // executor slots held (at most --max-concurrent)
+	TasksAhead      int // attempts dispatched ahead, waiting for a slot (slots.go)
 	TasksReady      int
 	Workflows       int
 	Runs            map[string]int // by status, every status present
@@ -86,6 +88,7 @@ func (e *Engine) Stats() Stats {
 	}
 	dataDir := e.cfg.DataDir
 	e.mu.RUnlock()
+	st.SlotsInUse, st.TasksAhead = e.slots.inUse()
 	st.WALBytes, _ = e.wal.Size()
 	if idxs, _ := snapshotIndexes(dataDir); len(idxs) > 0 {
 		st.SnapshotIndex = idxs[0]

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+)
+
+// Executor slots and dispatch-ahead (docs/reliability.md, "Executor slots
+// and dispatch-ahead").
+//
+// --max-concurrent (Config.MaxConcurrent) bounds the attempts that run at
+// once: an attempt holds one of that many slots from when it gets one
+// until its end is seen. Besides those, the loop may dispatch up to as
+// many again ahead (aheadOf): a process task that every other gate admits
+// now is dispatched, its task_dispatched made durable and its files
+// prepared while every slot is in use, and it waits in the slots' queue.
+// Whoever sees a running process end (the executor's report, on its own
+// goroutine) gives its slot to the first attempt of the queue and spawns
+// it at once: no loop turn and no fsync lie between one process's exit
+// and the next one's spawn. The loop records the end and dispatches more
+// ahead in its next turn.
+//
+// The rules:
+//   - Only the process executor dispatches ahead, and never a task with a
+//     mutex (its holder would wait for a slot holding the key). Others are
+//     dispatched only while a slot is free for them (inflight <
+//     MaxConcurrent), so they never wait in the queue; a pass that meets
+//     one it cannot dispatch stops there, so that dispatch order stays the
+//     order attempts get their slots.
+//   - An attempt dispatched ahead counts against every gate (max_active_runs,
+//     concurrency, pools) as a dispatched attempt: it is one.
+//   - Slots are given in dispatch order (the queue is FIFO).
+//   - Its start deadline and timeout count from when it gets its slot
+//     (grantedAt), not from its dispatch.
+//   - Stopped while it waits (cancel, deadline, shutdown, fail-stop), it
+//     leaves the queue and never spawns; its end is recorded as that of any
+//     dispatched attempt stopped before it ran.
+//   - A crash finds it dispatched and not started, as any attempt whose
+//     process had not spawned yet: it is interrupted and runs again without
+//     spending a retry.
+type slots struct {
+	mu    sync.Mutex
+	clock Clock
+	max   int        // Config.MaxConcurrent
+	held  int        // attempts holding a slot (more than max only after a boot resumed deferred ones)
+	queue []*attempt // waiting for a slot, in dispatch order
+}
+
+type slotState uint8
+
+const (
+	slotWaiting slotState = iota // in the queue
+	slotHeld                     // holds a slot: may be spawned
+	slotLeft                     // gave its slot back, or left the queue unspawned
+)
+
+// ticket is an attempt's place in the slots (shared by a deferred
+// attempt's tracker, which keeps its slot). Guarded by slots.mu.
+type ticket struct {
+	state     slotState
+	grantedAt int64              // when it got its slot (unix ns)
+	prep      executors.Prepared // durable and prepared, waiting for its slot
+	early     bool               // its slot is given back on its Finished report (a process)
+}
+
+// spawnable is an attempt given a slot with its prepared work.
+type spawnable struct {
+	a    *attempt
+	prep executors.Prepared
+}
+
+func newSlots(max int, clock Clock) *slots { return &slots{max: max, clock: clock} }
+
+// aheadOf is how many attempts the loop may dispatch ahead beyond the
+// slots: as many as there are slots, which keeps every slot's next attempt
+// durable and prepared when it frees (BenchmarkProcessVsBare).
+func aheadOf(maxConcurrent int) int { return max(maxConcurrent, 8) }
+
+// goesAhead tells whether a task may be dispatched ahead of a free slot.
+func goesAhead(t *replay.Task) bool {
+	spec := t.Spec()
+	return earlyRelease(spec) && t.MutexKey == ""
+}
+
+// earlyRelease: the executor's Finished report is the end of the attempt
+// (a process reaped), so its slot is given back then, before the loop
+// records it. Not for an executor whose work may go on deferred.
+func earlyRelease(spec *workflow.Task) bool { return spec.Executor == "process" }
+
+// enter gives a just dispatched attempt its ticket: a slot now if one is
+// free and nobody waits, else a place in the queue. now is the dispatch's
+// time. Loop goroutine.
+func (s *slots) enter(a *attempt, now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.slot = &ticket{early: earlyRelease(a.spec)}
+	if s.held < s.max && len(s.queue) == 0 {
+		s.grant(a, now)
+		return
+	}
+	s.queue = append(s.queue, a)
+}
+
+// force gives an attempt a slot even if none is free (a deferred task's
+// tracker resumed at boot: it was running before).
+func (s *slots) force(a *attempt, now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a.slot = &ticket{}
+	s.grant(a, now)
+}
+
+func (s *slots) grant(a *attempt, now int64) {
+	a.slot.state, a.slot.grantedAt = slotHeld, now
+	s.held++
+}
+
+// ready is called by the launcher once a's dispatch is durable and its
+// work prepared (prep, nil if preparing failed). It returns slotHeld if a
+// holds its slot (the caller spawns it), slotWaiting if it waits (prep is
+// kept: whoever frees a slot spawns it), slotLeft if it was stopped while
+// it waited (the caller aborts prep and reports its end). An attempt that
+// could not be prepared leaves the queue (it ends without running).
+func (s *slots) ready(a *attempt, prep executors.Prepared) slotState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := a.slot
+	if t.state == slotWaiting {
+		if prep == nil {
+			s.unqueue(a)
+			t.state = slotLeft
+			return slotWaiting
+		}
+		t.prep = prep
+	}
+	return t.state
+}
+
+// leave gives back a's slot, or takes it out of the queue, once: a ended.
+// It returns the attempts that got a slot and are ready to spawn (the
+// caller spawns them), and how many attempts still wait.
+func (s *slots) leave(a *attempt) ([]spawnable, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch t := a.slot; {
+	case t == nil || t.state == slotLeft:
+		return nil, len(s.queue)
+	case t.state == slotHeld:
+		s.held--
+	default:
+		s.unqueue(a)
+	}
+	a.slot.state, a.slot.prep = slotLeft, nil
+	return s.handOut(), len(s.queue)
+}
+
+// handOut gives free slots to the first attempts of the queue.
+func (s *slots) handOut() []spawnable {
+	var out []spawnable
+	for s.held < s.max && len(s.queue) > 0 {
+		a := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.grant(a, s.clock.Now().UnixNano())
+		if a.slot.prep != nil {
+			out = append(out, spawnable{a, a.slot.prep})
+			a.slot.prep = nil
+		}
+	}
+	if len(s.queue) == 0 {
+		s.queue = nil // let the backing array go
+	}
+	return out
+}
+
+// withdraw takes a waiting attempt out of the queue: it will never spawn.
+// ok is false if it does not wait (it holds a slot, or left). prep is its
+// prepared work if the launcher had made it ready: the caller then aborts
+// it and reports its end; nil, the launcher does both (see ready).
+func (s *slots) withdraw(a *attempt) (prep executors.Prepared, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := a.slot
+	if t == nil || t.state != slotWaiting {
+		return nil, false
+	}
+	s.unqueue(a)
+	prep, t.state, t.prep = t.prep, slotLeft, nil
+	return prep, true
+}
+
+// waitingAll returns every attempt in the queue (fail-stop withdraws them).
+func (s *slots) waitingAll() []*attempt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.queue)
+}
+
+func (s *slots) unqueue(a *attempt) {
+	if i := slices.Index(s.queue, a); i >= 0 {
+		s.queue = slices.Delete(s.queue, i, i+1)
+	}
+}
+
+// grantedAt is when a got its slot, 0 while it waits for one.
+func (s *slots) grantedAt(a *attempt) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.slot == nil || a.slot.state == slotWaiting {
+		return 0
+	}
+	return a.slot.grantedAt
+}
+
+// waiting tells whether a waits for a slot.
+func (s *slots) waiting(a *attempt) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return a.slot != nil && a.slot.state == slotWaiting
+}
+
+// inUse is the number of slots held, and of attempts waiting for one.
+func (s *slots) inUse() (held, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held, len(s.queue)
+}

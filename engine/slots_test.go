@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/orkwal/orkwal/wal"
+)
+
+// Dispatch-ahead (slots.go): with --max-concurrent 1, a two-task workflow
+// runs a while b waits, dispatched ahead, for a's slot.
+
+// aheadOfA triggers flat("two", 2) on e (one slot), returns a's started
+// job once b is dispatched ahead and its launcher has made it ready.
+func aheadOfA(t *testing.T, e *Engine, next func() executors.Job) (string, executors.Job) {
+	t.Helper()
+	put(t, e, flat("two", 2))
+	id := trigger(t, e, "two")
+	a := next()
+	settle(t, e)
+	b := taskView(e, id, "b")
+	if a.TaskName != "a" || b.Status != "dispatched" || len(b.WaitingOn) != 1 ||
+		!strings.HasPrefix(b.WaitingOn[0], "dispatched ahead: waiting for an executor slot (1 of 1 in use)") {
+		t.Fatalf("started %s; b is %s %q: want a started, b dispatched ahead", a.TaskName, b.Status, b.WaitingOn)
+	}
+	return id, a
+}
+
+// recordsOf lists the kinds of the records about task index task of run
+// id, in log order.
+func recordsOf(t *testing.T, dir, id string, task int) []string {
+	t.Helper()
+	var kinds []string
+	err := wal.ReplayDir(filepath.Join(dir, "wal"), 1, func(_ uint64, ps [][]byte) error {
+		for _, p := range ps {
+			r, err := replay.Decode(p)
+			if err != nil {
+				return err
+			}
+			if ref, ok := taskRefOf(r); ok && ref.Run == id && ref.Task == task {
+				kinds = append(kinds, r.Kind().String())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kinds
+}
+
+// taskRefOf is the task a record is about, if it is about one attempt.
+func taskRefOf(r replay.Record) (replay.TaskRef, bool) {
+	switch r := r.(type) {
+	case *replay.TaskDispatched:
+		return r.TaskRef, true
+	case *replay.TaskStarted:
+		return r.TaskRef, true
+	case *replay.TaskFinished:
+		return r.TaskRef, true
+	case *replay.TaskInterrupted:
+		return r.TaskRef, true
+	}
+	return replay.TaskRef{}, false
+}
+
+// TestSlotHandOffNeedsNoLoopTurn: when a running attempt ends, the first
+// attempt waiting for a slot is spawned by whoever reports the end, with
+// the loop stopped (its lock held): no loop turn, no fsync in between.
+func TestSlotHandOffNeedsNoLoopTurn(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 1)
+	defer e.Close()
+	_, a := aheadOfA(t, e, m.next)
+	m.none()
+	e.mu.RLock() // no turn can decide nor commit anything until this is released
+	m.finish(a, true)
+	b := m.next() // fails the test after 10 s if b waits for the loop
+	if b.TaskName != "b" {
+		t.Errorf("started %s, want b", b.TaskName)
+	}
+	e.mu.RUnlock()
+}
+
+// TestAheadDispatchFailedNeverSpawns: an attempt dispatched ahead whose
+// frame's fsync fails never spawns when a slot frees, and what was
+// prepared for it is removed.
+func TestAheadDispatchFailedNeverSpawns(t *testing.T) {
+	dir := t.TempDir()
+	p := newPreparing(t, dir)
+	var failing atomic.Bool
+	e := openWithFault(t, dir, p, failFsyncs(&failing))
+	e.cfg.MaxConcurrent, e.slots.max = 1, 1
+	defer e.Close()
+	put(t, e, flat("one", 1))
+	trigger(t, e, "one")
+	a := p.next()
+	<-p.prepared
+	failing.Store(true)
+	if _, err := e.Trigger("one", nil, "test"); err == nil { // its a would go ahead
+		t.Fatal("trigger acknowledged though its frame failed")
+	}
+	p.finish(a, true) // frees the slot
+	e.launcher.wait()
+	if n := p.started.Load(); n != 1 {
+		t.Fatalf("%d jobs started: the one whose dispatch failed was spawned", n)
+	}
+	if len(p.prepared) != 1 || len(p.aborted) != 1 {
+		t.Fatalf("%d prepared, %d aborted after the failed frame: want 1, 1", len(p.prepared), len(p.aborted))
+	}
+}
+
+// startless is a manual executor whose jobs never report Started.
+type startless struct{ *manual }
+
+func (s startless) Start(job executors.Job, report func(executors.Event)) (executors.Handle, error) {
+	s.mu.Lock()
+	s.reports[job.TaskID] = report
+	s.mu.Unlock()
+	s.jobs <- job
+	return nopHandle{stop: func(reason string) {
+		report(executors.Event{Kind: executors.Finished, TaskID: job.TaskID, Attempt: job.Attempt, Err: reason})
+	}}, nil
+}
+
+// TestAheadStartDeadlineCountsFromItsSlot: an attempt waiting ahead for
+// longer than its start_timeout does not fail; its start deadline counts
+// from when it gets its slot.
+func TestAheadStartDeadlineCountsFromItsSlot(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openStopped(t, dir, startless{m}, 1)
+	turned := make(chan struct{}, 100)
+	e.afterTurn = func() { turned <- struct{}{} }
+	e.Start()
+	defer e.Close()
+	clock := e.cfg.Clock.(*fakeClock)
+	spec := flat("two", 2)
+	spec.Tasks[0].StartTimeout = time.Hour
+	spec.Tasks[1].StartTimeout = time.Minute
+	put(t, e, spec)
+	id := trigger(t, e, "two")
+	a := m.next()
+	settle(t, e)
+	advance := func(d time.Duration) {
+		for len(turned) > 0 {
+			<-turned
+		}
+		clock.Advance(d)
+		<-turned // the turn that looked at the deadline
+		settle(t, e)
+	}
+	advance(2 * time.Minute)
+	if b := taskView(e, id, "b"); b.Status != "dispatched" {
+		t.Fatalf("b is %s %q after 2m waiting for a slot: want dispatched", b.Status, b.Error)
+	}
+	m.finish(a, true)
+	if b := m.next(); b.TaskName != "b" {
+		t.Fatalf("started %s, want b", b.TaskName)
+	}
+	advance(59 * time.Second)
+	if b := taskView(e, id, "b"); b.Status != "dispatched" {
+		t.Fatalf("b is %s %q 59s after its spawn: want dispatched", b.Status, b.Error)
+	}
+	advance(2 * time.Second)
+	waitFor(t, e, "b failed", finished(e, id))
+	if b := taskView(e, id, "b"); b.Status != "failed" || !strings.Contains(b.Error, "never started (no start reported within 1m0s)") {
+		t.Fatalf("b is %s %q: want failed, never started", b.Status, b.Error)
+	}
+}
+
+// TestCancelledAheadAttemptNeverSpawns: cancelling a run whose attempt
+// waits ahead for a slot ends it with no spawn: it leaves the queue, what
+// was prepared is removed, and it is recorded cancelled like any attempt
+// stopped before it ran (no task_started).
+func TestCancelledAheadAttemptNeverSpawns(t *testing.T) {
+	dir := t.TempDir()
+	p := newPreparing(t, dir)
+	e := openEngine(t, dir, p, 1)
+	defer e.Close()
+	id, _ := aheadOfA(t, e, p.next)
+	if _, err := e.CancelRun(id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, e, "run cancelled", func() bool { return runStatus(e, id) == "cancelled" })
+	settle(t, e)
+	p.none()
+	if n := p.started.Load(); n != 1 {
+		t.Fatalf("%d jobs started: want a alone", n)
+	}
+	if j := <-p.aborted; j.TaskName != "b" {
+		t.Fatalf("aborted %s, want b", j.TaskName)
+	}
+	b := taskView(e, id, "b")
+	if kinds := recordsOf(t, dir, id, 1); b.Error != "cancelled" || strings.Join(kinds, " ") != "task_dispatched task_finished" {
+		t.Fatalf("b: %s %q, records %v: want cancelled, dispatched then finished", b.Status, b.Error, kinds)
+	}
+}
+
+// TestShutdownEndsAheadAttemptUnspawned: Close with an attempt waiting
+// ahead ends it unspawned, interrupted cleanly as any attempt the
+// shutdown stopped; the next boot runs it again.
+func TestShutdownEndsAheadAttemptUnspawned(t *testing.T) {
+	dir := t.TempDir()
+	p := newPreparing(t, dir)
+	e := openEngine(t, dir, p, 1)
+	id, _ := aheadOfA(t, e, p.next)
+	e.Close()
+	if n := p.started.Load(); n != 1 {
+		t.Fatalf("%d jobs started: want a alone", n)
+	}
+	if kinds := recordsOf(t, dir, id, 1); strings.Join(kinds, " ") != "task_dispatched task_interrupted" {
+		t.Fatalf("b's records %v: want dispatched then interrupted", kinds)
+	}
+	m := newManual(t, dir)
+	back := openEngine(t, dir, m, 1)
+	defer back.Close()
+	jobs := map[string]int{}
+	for range 2 {
+		j := m.next()
+		jobs[j.TaskName] = j.Attempt
+		m.finish(j, true)
+	}
+	waitFor(t, back, "run done", finished(back, id))
+	if jobs["a"] != 2 || jobs["b"] != 2 || runStatus(back, id) != "success" {
+		t.Fatalf("after the restart: %v, run %s; want a and b attempt 2, success", jobs, runStatus(back, id))
+	}
+}
+
+// TestAheadAttemptAfterACrash: a crash with an attempt waiting ahead
+// finds it dispatched and not started, as an attempt whose process had
+// not spawned: the boot interrupts it as unstarted (no retry spent, not
+// counted toward the crash loop), it runs again, and the replayed state
+// equals the live one.
+func TestAheadAttemptAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	p := newPreparing(t, dir)
+	e := openEngine(t, dir, p, 1)
+	id, _ := aheadOfA(t, e, p.next)
+	crash(e)
+	m := newManual(t, dir)
+	back := openEngine(t, dir, m, 1)
+	var interrupted *replay.TaskInterrupted
+	wal.ReplayDir(filepath.Join(dir, "wal"), 1, func(_ uint64, ps [][]byte) error {
+		for _, pl := range ps {
+			if r, _ := replay.Decode(pl); r != nil {
+				if i, ok := r.(*replay.TaskInterrupted); ok && i.Run == id && i.Task == 1 {
+					interrupted = i
+				}
+			}
+		}
+		return nil
+	})
+	if interrupted == nil || !interrupted.Unstarted || interrupted.Attempt != 1 {
+		t.Fatalf("b's interruption: %+v; want attempt 1, unstarted", interrupted)
+	}
+	for range 2 {
+		m.finish(m.next(), true)
+	}
+	waitFor(t, back, "run done", finished(back, id))
+	if b := taskView(back, id, "b"); b.Status != "success" || b.Failures != 0 || b.Attempt != 2 {
+		t.Fatalf("b: %s, attempt %d, %d failures; want success at attempt 2, no failure", b.Status, b.Attempt, b.Failures)
+	}
+	replaysTheSame(t, back, func() *Engine { return openEngine(t, dir, newManual(t, dir), 1) })
+}
+
+// TestMaxConcurrentBoundsLiveProcesses: with attempts dispatched ahead,
+// no more than --max-concurrent task processes are ever alive at once:
+// each marks itself alive in a folder while it runs and records how many
+// it saw.
+func TestMaxConcurrentBoundsLiveProcesses(t *testing.T) {
+	const slots, n = 2, 24
+	dir := t.TempDir()
+	alive := filepath.Join(t.TempDir(), "alive")
+	if err := os.Mkdir(alive, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := openEngine(t, dir, executors.NewProcess(executors.ProcessConfig{}), slots)
+	defer e.Close()
+	script := `touch "$A/$ORKWAL_TASK_ID"; ls "$A" | wc -l >> "$A.seen"; rm "$A/$ORKWAL_TASK_ID"`
+	put(t, e, &workflow.Spec{Name: "many", Tasks: []*workflow.Task{{Name: "t", Executor: "process",
+		Command: []string{"sh", "-c", script}, Env: map[string]string{"A": alive}, Parallel: n}}})
+	id := trigger(t, e, "many")
+	waitFor(t, e, "run done", finished(e, id))
+	if s := runStatus(e, id); s != "success" {
+		t.Fatalf("run %s", s)
+	}
+	seen, err := os.ReadFile(alive + ".seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(seen))
+	if len(lines) != n {
+		t.Fatalf("%d processes recorded, want %d", len(lines), n)
+	}
+	for _, l := range lines {
+		if k, _ := strconv.Atoi(l); k > slots {
+			t.Fatalf("a process saw %d alive at once: more than %d slots", k, slots)
+		}
+	}
+}
