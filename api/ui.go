@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -110,19 +111,46 @@ func (s *Server) uiAsset(w http.ResponseWriter, r *http.Request) {
 	s.serveUIFile(w, r, r.PathValue("file"), nil)
 }
 
+// uiFile is one of the page's files as served, with its ETag.
+type uiFile struct {
+	body []byte
+	etag string
+}
+
+// uiServed is the page's files by name, each read and hashed once, on
+// first use (not each request).
+var uiServed = sync.OnceValue(func() map[string]uiFile {
+	m := map[string]uiFile{}
+	entries, _ := fs.ReadDir(uiAssets, ".")
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if b, err := fs.ReadFile(uiAssets, e.Name()); err == nil {
+			m[e.Name()] = uiFile{body: b, etag: etagOf(b)}
+		}
+	}
+	return m
+})
+
+func etagOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:8]) + `"`
+}
+
 // serveUIFile sends one embedded file, revalidated by its ETag, after
-// edit (if not nil) has changed it.
+// edit (if not nil) has changed it (a copy: the ETag is then the copy's).
 func (s *Server) serveUIFile(w http.ResponseWriter, r *http.Request, name string, edit func([]byte) []byte) {
-	b, err := fs.ReadFile(uiAssets, name)
-	if err != nil || strings.HasPrefix(name, ".") {
+	f, ok := uiServed()[name]
+	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no file %q in the page's assets", name))
 		return
 	}
+	b, etag := f.body, f.etag
 	if edit != nil {
 		b = edit(b)
+		etag = etagOf(b)
 	}
-	sum := sha256.Sum256(b)
-	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
 	h := w.Header()
 	h.Set("Content-Security-Policy", uiCSP)
 	h.Set("X-Frame-Options", "DENY")

@@ -3,9 +3,13 @@ package api
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -120,5 +124,43 @@ func TestUIPagesAndSession(t *testing.T) {
 	session.Value = strings.Repeat("0", len(session.Value))
 	if code := with("GET", "/runs", nil); code != 401 {
 		t.Fatalf("GET /runs with a forged session: %d", code)
+	}
+}
+
+// TestUIFileReadOnce: an asset is served as embedded, with the ETag of
+// its bytes, and a request does not read and hash the file again: 200
+// revalidations (304) allocate far less than the file each (they read a
+// copy of it and hashed it each, before).
+func TestUIFileReadOnce(t *testing.T) {
+	f := newFixture(t)
+	want, err := fs.ReadFile(uiAssets, "app.js")
+	if err != nil || len(want) < 16<<10 {
+		t.Fatalf("app.js: %d bytes, %v", len(want), err)
+	}
+	get := func(etag string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", "/ui/assets/app.js", nil)
+		r.Host = "127.0.0.1" // a local name (DNS rebinding defence)
+		r.Header.Set("If-None-Match", etag)
+		w := httptest.NewRecorder()
+		f.api.ServeHTTP(w, r)
+		return w
+	}
+	first := get("")
+	sum := sha256.Sum256(want)
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	if first.Code != 200 || first.Body.String() != string(want) || first.Header().Get("ETag") != etag {
+		t.Fatalf("app.js: %d, ETag %s (want %s), %d bytes (want %d)", first.Code, first.Header().Get("ETag"), etag, first.Body.Len(), len(want))
+	}
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if w := get(etag); w.Code != 304 {
+			t.Fatalf("revalidation: %d", w.Code)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(len(want))/4 {
+		t.Fatalf("a revalidation allocated %d bytes, app.js is %d", per, len(want))
 	}
 }
