@@ -698,7 +698,7 @@ async function openLog(st, t, attempt, panel, el) {
 // staticNodes makes a workflow version's graph: a node per task, an edge
 // per dependency, each with its executor and fan-out.
 function staticNodes(tasks) {
-  return (tasks || []).map((t) => ({ key: t.name, deps: t.depends_on || [], status: 'pending',
+  return (tasks || []).map((t) => ({ key: t.name, deps: t.depends_on || [], status: 'defined',
     lines: [t.executor || 'process', t.foreach ? 'foreach ' + t.foreach : t.parallel ? `parallel ${t.parallel}` : t.parallel_from ? 'parallel ' + t.parallel_from : ''] }));
 }
 
@@ -741,10 +741,23 @@ const pageWorkflow = catching(async (name) => {
       h('h2', {}, 'Source of version ', d.version, ' ', h('span', { class: 'muted' }, 'applied ', fmtTime(d.applied_at))),
       h('pre', { id: 'source', 'data-version': d.version }, d.source || '(applied without its YAML source)'));
   });
+  const runsBody = h('tbody');
+  const drawRuns = (runs) => runsBody.replaceChildren(...(runs.length ? runs.map(runRow) : [h('tr', {}, h('td', { class: 'muted' }, 'no runs yet'))]));
+  const schedule = h('dd', { id: 'schedule' });
+  const drawSchedule = () => {
+    const sched = wf.schedule;
+    schedule.replaceChildren(...(sched ? [h('code', {}, sched.cron), sched.paused ? [' ', badge('paused')] : [' next ', when(sched.next_fire)]] : ['none']));
+  };
+  const runsURL = '/runs?limit=20&workflow=' + encodeURIComponent(name);
+  // load draws everything: on opening, a reset, and a workflow event (a
+  // new version, a pause); a run's event redraws the recent runs alone
+  // (loadRuns): the versions and the source change only with a version.
   const load = catching(async () => {
-    const [w, runs, vs] = await Promise.all([api(base), api('/runs?limit=20&workflow=' + encodeURIComponent(name)), api(base + '/versions')]);
+    const [w, runs, vs] = await Promise.all([api(base), api(runsURL), api(base + '/versions')]);
     wf = w.body; list = vs.body;
     const sched = wf.schedule;
+    drawRuns(runs.body);
+    drawSchedule();
     body.replaceChildren(
       h('h1', {}, 'Workflow ', wf.name, ' ', h('span', { class: 'muted' }, 'v' + wf.version)),
       wf.description ? h('p', {}, wf.description) : '',
@@ -754,18 +767,29 @@ const pageWorkflow = catching(async (name) => {
         h('div', {},
           h('dl', { class: 'facts' },
             h('dt', {}, 'Version'), h('dd', {}, `${wf.version} (updated ${fmtTime(wf.updated_at)}; first ${fmtTime(wf.created_at)})`),
-            h('dt', {}, 'Schedule'), h('dd', {}, sched ? [h('code', {}, sched.cron), sched.paused ? [' ', badge('paused')] : [' next ', when(sched.next_fire)]] : 'none'),
+            h('dt', {}, 'Schedule'), schedule,
             h('dt', {}, 'Params'), h('dd', {}, Object.keys(wf.params || {}).length ? Object.entries(wf.params).map(([k, v]) => h('div', { class: 'mono' }, k, ' = ', v)) : 'none')),
           h('h2', {}, 'Versions ', h('span', { class: 'muted' }, `(${list.versions.length} kept)`)),
           h('table', { id: 'versions' }, h('thead', {}, h('tr', {}, ['Version', 'Applied', 'Size', 'Tasks'].map((t) => h('th', {}, t)))), versions))),
       h('h2', {}, 'Recent runs'),
-      h('table', {}, h('tbody', {}, runs.body.length ? runs.body.map(runRow) : h('tr', {}, h('td', { class: 'muted' }, 'no runs yet')))));
+      h('table', { id: 'recent-runs' }, runsBody));
     await showVersion();
     drawn();
   });
+  // loadRuns redraws the recent runs, and the schedule once its next fire
+  // has passed (a fire makes a run; the workflow says the next one).
+  const loadRuns = catching(async () => {
+    const sched = wf && wf.schedule;
+    const past = sched && !sched.paused && Date.parse(sched.next_fire) <= Date.now();
+    const [runs, w] = await Promise.all([api(runsURL), past ? api(base) : null]);
+    if (w && w.body.version !== wf.version) return load();
+    if (w) { wf = w.body; drawSchedule(); }
+    drawRuns(runs.body);
+  });
   await load();
   window.addEventListener('popstate', showVersion);
-  live('?tasks=0&workflow=' + encodeURIComponent(name), debounce(load, 500), load);
+  const later = debounce(load, 500), runsLater = debounce(loadRuns, 500);
+  live('?tasks=0&workflow=' + encodeURIComponent(name), (ev) => (ev.run ? runsLater : later)(), load);
 });
 
 document.addEventListener('DOMContentLoaded', route);
