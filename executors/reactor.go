@@ -61,6 +61,7 @@ type reactor struct {
 	buf      []byte  // the one read buffer (copyBufSize)
 	draining []*proc // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
 	closing  []int   // descriptors to close once the current batch is handled
+	finished bool    // the current batch handed a proc to finish
 }
 
 // proc is a running process watched by the reactor.
@@ -205,6 +206,13 @@ func (r *reactor) loop() {
 					r.exited(p)
 				}
 			}
+		}
+		if r.finished {
+			// The finishing goroutines run now, on this processor, before
+			// the rest of the batch's work and the next wait: a chain's
+			// next step waits for their reports.
+			r.finished = false
+			runtime.Gosched()
 		}
 		r.expire(time.Now())
 		for _, fd := range r.closing {
@@ -378,7 +386,7 @@ func (r *reactor) finish(p *proc) {
 		}
 		p.fin.report(p.status, p.waitErr, p.report)
 	}()
-	runtime.Gosched()
+	r.finished = true
 }
 
 // logIncomplete warns of a log that could not be completed (err != nil).
