@@ -31,6 +31,9 @@ func aheadOfA(t *testing.T, e *Engine, next func() executors.Job) (string, execu
 		!strings.HasPrefix(b.WaitingOn[0], "dispatched ahead: waiting for an executor slot (1 of 1 in use)") {
 		t.Fatalf("started %s; b is %s %q: want a started, b dispatched ahead", a.TaskName, b.Status, b.WaitingOn)
 	}
+	if st := e.Stats(); st.TasksInFlight != 2 || st.SlotsInUse != 1 || st.TasksAhead != 1 {
+		t.Fatalf("stats: %d in flight, %d slots in use, %d ahead; want 2, 1, 1", st.TasksInFlight, st.SlotsInUse, st.TasksAhead)
+	}
 	return id, a
 }
 
@@ -314,5 +317,36 @@ func TestMaxConcurrentBoundsLiveProcesses(t *testing.T) {
 		if k, _ := strconv.Atoi(l); k > slots {
 			t.Fatalf("a process saw %d alive at once: more than %d slots", k, slots)
 		}
+	}
+}
+
+// TestAheadKeepsDispatchOrder: a task that may not go ahead (a noop: its
+// executor holds its slot until the loop records its end) waits for a
+// free slot, and the tasks after it wait behind it rather than pass it
+// ahead: slots are given in dispatch order.
+func TestAheadKeepsDispatchOrder(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 1)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "mixed", Tasks: []*workflow.Task{
+		{Name: "a", Executor: "process", Command: []string{"true"}},
+		{Name: "b", Executor: "noop"},
+		{Name: "c", Executor: "process", Command: []string{"true"}},
+	}})
+	id := trigger(t, e, "mixed")
+	a := m.next()
+	settle(t, e)
+	for _, k := range []string{"b", "c"} {
+		if v := taskView(e, id, k); v.Status != "pending" || len(v.WaitingOn) != 1 ||
+			v.WaitingOn[0] != "executor slots full (1 of 1 in use, 0 dispatched ahead)" {
+			t.Fatalf("%s is %s %q while a runs: want pending, slots full", k, v.Status, v.WaitingOn)
+		}
+	}
+	m.finish(a, true)
+	m.finish(m.next(), true) // c, once b (noop) ended
+	waitFor(t, e, "run done", finished(e, id))
+	if order := dispatchOrder(t, e, dir); strings.Join(order, " ") != id+"a "+id+"b "+id+"c" {
+		t.Fatalf("dispatch order %v, want a, b, c", order)
 	}
 }
