@@ -171,6 +171,7 @@ func TestFailedRecoveryShowsOnlyDurableState(t *testing.T) {
 		t.Fatalf("task %s not in run %s", a.TaskID, id)
 		return ""
 	}
+	settle(t, e) // a's task_started (deferred up to 10 ms) is durable: nothing else commits before the disk fills
 	durable := status()
 	nextFailure := func(what string) {
 		t.Helper()
