@@ -76,8 +76,11 @@ type spawnable struct {
 func newSlots(max int, clock Clock) *slots { return &slots{max: max, clock: clock} }
 
 // aheadOf is how many attempts the loop may dispatch ahead beyond the
-// slots: as many as there are slots, which keeps every slot's next attempt
-// durable and prepared when it frees (BenchmarkProcessVsBare).
+// slots: as many as there are slots, at least 8, which keeps every slot's
+// next attempt durable and prepared when it frees, and lets the loop take
+// several ends in one turn (see reporter). BenchmarkProcessVsBare at
+// concurrency 2 (a loaded machine): 2 ahead, 0.74-0.82 turns a task; 8,
+// 0.26-0.30; 16, 0.15, with no engine CPU saved over 8.
 func aheadOf(maxConcurrent int) int { return max(maxConcurrent, 8) }
 
 // goesAhead tells whether a task may be dispatched ahead of a free slot.
@@ -206,11 +209,15 @@ func (s *slots) unqueue(a *attempt) {
 	}
 }
 
-// grantedAt is when a got its slot, 0 while it waits for one.
+// grantedAt is when a got its slot, 0 while it waits for one (an
+// attempt without a ticket counts from its dispatch).
 func (s *slots) grantedAt(a *attempt) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a.slot == nil || a.slot.state == slotWaiting {
+	switch {
+	case a.slot == nil:
+		return a.dispatchedAt
+	case a.slot.state == slotWaiting:
 		return 0
 	}
 	return a.slot.grantedAt
