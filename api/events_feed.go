@@ -73,7 +73,11 @@ func (fs *feedSet) join(eng *engine.Engine, f eventFilter) (*feed, *member) {
 	defer fs.mu.Unlock()
 	fd := fs.m[f]
 	if fd == nil || !eng.Share(fd.sub) { // none, or it was dropped and has not ended yet
-		sub := eng.Subscribe(eventBuffer) // counts this stream
+		subscribe := eng.Subscribe
+		if f.noTasks {
+			subscribe = eng.SubscribeRuns // none of them needs task events
+		}
+		sub := subscribe(eventBuffer) // counts this stream
 		fd = &feed{set: fs, eng: eng, filter: f, sub: sub, win: eventWindow{filter: f},
 			members: map[*member]bool{}}
 		if fs.m == nil {

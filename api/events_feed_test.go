@@ -278,3 +278,53 @@ func follow(t *testing.T, gate *windowGate, s *sse, quick *member, id string) []
 	catchUp()
 	return got
 }
+
+// TestRunsOnlySubscriptionMakesNoTaskEvents: while every subscription
+// takes run events only (SubscribeRuns, what ?tasks=0 streams' feed
+// uses), a commit makes no task event, and the run and workflow events
+// are those of a full subscription (the log's, task events left out),
+// run_finished included; a full subscription brings task events back,
+// and its end takes them away again.
+func TestRunsOnlySubscriptionMakesNoTaskEvents(t *testing.T) {
+	f := newFixture(t)
+	f.do("POST", "/workflows", dag)
+	runs := f.eng.SubscribeRuns(1024)
+	defer f.eng.Unsubscribe(runs)
+	tasksOf := func(id string) (tasks int, rest string) {
+		t.Helper()
+		for b := range runs.C {
+			for _, ev := range b.Events {
+				if ev.Task != "" {
+					tasks++
+					continue
+				}
+				rest += ev.ID + " " + ev.Type + " " + ev.Status + "\n"
+				if ev.Type == "run_finished" && ev.Run == id {
+					return tasks, rest
+				}
+			}
+		}
+		t.Fatal("the subscription ended")
+		return 0, ""
+	}
+	start := engine.EventPos{Index: runs.From, Pos: engine.EntryEnd}
+	id := f.triggerWith("dag", `{}`)
+	tasks, got := tasksOf(id)
+	var want string
+	for _, ev := range eventsOfLog(t, f.eng, start) {
+		if ev.Task == "" {
+			want += ev.ID + " " + ev.Type + " " + ev.Status + "\n"
+		}
+	}
+	if tasks != 0 || got != want || !strings.Contains(got, "run_finished success") {
+		t.Fatalf("runs only: %d task events and\n%s\nwant none and the log's\n%s", tasks, got, want)
+	}
+	all := f.eng.Subscribe(1024)
+	if tasks, _ := tasksOf(f.triggerWith("dag", `{}`)); tasks == 0 {
+		t.Fatal("with a full subscription open, no task events")
+	}
+	f.eng.Unsubscribe(all)
+	if tasks, _ := tasksOf(f.triggerWith("dag", `{}`)); tasks != 0 {
+		t.Fatalf("after the full subscription ended, %d task events", tasks)
+	}
+}

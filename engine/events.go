@@ -115,15 +115,20 @@ var ErrEventsGone = errors.New("engine: events no longer in the log")
 // tasks from st (a run's workflow and its tasks' keys never change). A run
 // that ended in the entry, and is still ended as it did, gets a
 // run_finished event after the last of its records with the end's time.
-func eventsOf(st *replay.State, index uint64, recs []replay.Record, out []Event) []Event {
+// Without tasks, task records make no event (nobody takes them); the one
+// that ended its run is still followed by the run_finished.
+func eventsOf(st *replay.State, index uint64, recs []replay.Record, tasks bool, out []Event) []Event {
 	for i, r := range recs {
 		pos := EventPos{Index: index, Pos: i}
-		ev, ok := eventOf(st, r)
-		if !ok {
+		var ev Event
+		if run, at, ok := taskRecord(r); ok && !tasks {
+			ev = Event{Run: run, At: ts(at)} // not sent: it may end its run
+		} else if ev, ok = eventOf(st, r); ok {
+			ev.ID, ev.Pos = pos.String(), pos
+			out = append(out, ev)
+		} else {
 			continue
 		}
-		ev.ID, ev.Pos = pos.String(), pos
-		out = append(out, ev)
 		if run := st.Runs[ev.Run]; run != nil && endsRun(run, recs[i+1:], ev) {
 			end := EventPos{Index: index, Pos: i, End: true}
 			out = append(out, Event{ID: end.String(), Pos: end, Type: "run_finished", Run: run.ID,
@@ -146,6 +151,25 @@ func endsRun(run *replay.Run, rest []replay.Record, ev Event) bool {
 		}
 	}
 	return true
+}
+
+// taskRecord is the run and time of a record that makes a task event.
+func taskRecord(r replay.Record) (run string, at int64, ok bool) {
+	switch r := r.(type) {
+	case *replay.TaskDispatched:
+		return r.Run, r.At, true
+	case *replay.TaskStarted:
+		return r.Run, r.At, true
+	case *replay.TaskFinished:
+		return r.Run, r.At, true
+	case *replay.TaskInterrupted:
+		return r.Run, r.At, true
+	case *replay.TaskMarked:
+		return r.Run, r.At, true
+	case *replay.TaskDeferred:
+		return r.Run, r.At, true
+	}
+	return "", 0, false
 }
 
 // eventOf is the event of one record, if it has one.
@@ -267,7 +291,8 @@ type Subscription struct {
 
 	c         chan *EventBatch
 	dropped   atomic.Bool
-	consumers int // guarded by the broker's mu; 1 from Subscribe
+	consumers int  // guarded by the broker's mu; 1 from Subscribe
+	runsOnly  bool // SubscribeRuns
 }
 
 // Dropped reports whether the subscription ended because its buffer was
@@ -280,16 +305,25 @@ type broker struct {
 	mu      sync.Mutex
 	last    uint64 // the last entry published
 	subs    map[*Subscription]bool
+	tasks   int   // the subscriptions that take task events: with none, a commit makes none
 	dropped int64 // subscribers dropped for being slow, for metrics
 	closed  bool
 }
 
 // Subscribe starts receiving the events of every later commit; buf is how
 // many entries may wait unread before the subscriber is dropped.
-func (e *Engine) Subscribe(buf int) *Subscription {
+func (e *Engine) Subscribe(buf int) *Subscription { return e.subscribe(buf, false) }
+
+// SubscribeRuns is Subscribe for run and workflow events: its batches
+// carry task events only when another subscription takes them (so the
+// subscriber leaves them out itself), and while every subscription is so
+// a commit makes none.
+func (e *Engine) SubscribeRuns(buf int) *Subscription { return e.subscribe(buf, true) }
+
+func (e *Engine) subscribe(buf int, runsOnly bool) *Subscription {
 	b := &e.events
 	c := make(chan *EventBatch, max(buf, 1))
-	s := &Subscription{C: c, c: c, consumers: 1}
+	s := &Subscription{C: c, c: c, consumers: 1, runsOnly: runsOnly}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s.From = b.last
@@ -301,7 +335,19 @@ func (e *Engine) Subscribe(buf int) *Subscription {
 		b.subs = map[*Subscription]bool{}
 	}
 	b.subs[s] = true
+	if !runsOnly {
+		b.tasks++
+	}
 	return s
+}
+
+// end removes s and closes its channel (b.mu held).
+func (b *broker) end(s *Subscription) {
+	delete(b.subs, s)
+	close(s.c)
+	if !s.runsOnly {
+		b.tasks--
+	}
 }
 
 // Unsubscribe ends s (its channel is closed); it may be called more than once.
@@ -310,8 +356,7 @@ func (e *Engine) Unsubscribe(s *Subscription) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs[s] {
-		delete(b.subs, s)
-		close(s.c)
+		b.end(s)
 	}
 }
 
@@ -355,7 +400,11 @@ func (e *Engine) publish(index uint64, recs []replay.Record) {
 	if len(b.subs) == 0 {
 		return
 	}
-	evs := eventsOf(e.state, index, recs, make([]Event, 0, len(recs)+1))
+	var evs []Event // without task events, a few run and workflow events
+	if b.tasks > 0 {
+		evs = make([]Event, 0, len(recs)+1)
+	}
+	evs = eventsOf(e.state, index, recs, b.tasks > 0, evs)
 	if len(evs) == 0 {
 		return
 	}
@@ -365,8 +414,7 @@ func (e *Engine) publish(index uint64, recs []replay.Record) {
 		case s.c <- batch:
 		default: // slow: drop it, it reconnects from its last id
 			s.dropped.Store(true)
-			delete(b.subs, s)
-			close(s.c)
+			b.end(s)
 			b.dropped += int64(s.consumers)
 		}
 	}
@@ -379,8 +427,7 @@ func (e *Engine) closeEvents() {
 	defer b.mu.Unlock()
 	b.closed = true
 	for s := range b.subs {
-		delete(b.subs, s)
-		close(s.c)
+		b.end(s)
 	}
 }
 
@@ -441,7 +488,7 @@ func (e *Engine) EventsAfter(pos EventPos, upto uint64, fn func(*EventBatch) err
 			recs = append(recs, r)
 		}
 		e.mu.RLock()
-		evs := eventsOf(e.state, index, recs, make([]Event, 0, len(recs)+1))
+		evs := eventsOf(e.state, index, recs, true, make([]Event, 0, len(recs)+1))
 		e.mu.RUnlock()
 		evs = after(evs, pos)
 		if len(evs) > 0 {
