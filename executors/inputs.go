@@ -23,11 +23,18 @@ import (
 // input (a workflow run again, a chain whose tasks print no output: each
 // one's input names its upstream, with no output) now finds its file
 // there: one stat. A file no attempt uses is kept, up to keepIdle of them
-// (the least recently used goes first), so that the folder stays bounded.
+// and keepIdleBytes in all (the least recently used goes first), so that
+// the folder stays bounded; one larger than keepIdleFile goes once no
+// attempt uses it, as every input did before.
 
-// keepIdle is how many content-named input files no attempt uses are kept
-// for the next attempt with the same input.
-const keepIdle = 256
+// What is kept of the content-named input files no attempt uses, for the
+// next attempt with the same input: at most keepIdle files, keepIdleBytes
+// in all, none larger than keepIdleFile.
+const (
+	keepIdle      = 256
+	keepIdleBytes = 1 << 20
+	keepIdleFile  = 64 << 10
+)
 
 // contentInput is the path of the shared file that holds data, in dir: its
 // name is the first 128 bits of data's SHA-256, a name no other input
@@ -64,19 +71,23 @@ func IsContentInput(name string) bool {
 // a file found as it was left is trusted without reading it (one stat),
 // one found changed or gone (a task removed or rewrote it: the path is the
 // task's to read, not to change) is written again before the next start.
-var sharedInputs = &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle}
+var sharedInputs = &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle, keepBytes: keepIdleBytes, keepFile: keepIdleFile}
 
 type sharedFiles struct {
-	keep  int // content-named files kept idle (keepIdle)
-	mu    sync.Mutex
-	files map[string]*sharedFile // by path; guarded by mu
-	idle  list.List              // content-named files no attempt uses, least recently used first; guarded by mu
+	keep                int   // content-named files kept idle at most (keepIdle)
+	keepBytes, keepFile int64 // their bytes at most, in all and each (keepIdleBytes, keepIdleFile)
+
+	mu        sync.Mutex
+	files     map[string]*sharedFile // by path; guarded by mu
+	idle      list.List              // content-named files no attempt uses, least recently used first; guarded by mu
+	idleBytes int64                  // their size in all; guarded by mu
 }
 
 // sharedFile is one shared input file.
 type sharedFile struct {
 	path  string
-	owned bool // content-named: removed once idle beyond keepIdle
+	owned bool  // content-named: removed once idle beyond keepIdle
+	size  int64 // the input's
 
 	mu sync.Mutex // held while the file is checked or written
 	id fileID     // as this process last wrote it; zero: not yet
@@ -91,13 +102,14 @@ func (s *sharedFiles) acquire(path string, data []byte, owned bool) (*sharedFile
 	s.mu.Lock()
 	f := s.files[path]
 	if f == nil {
-		f = &sharedFile{path: path, owned: owned}
+		f = &sharedFile{path: path, owned: owned, size: int64(len(data))}
 		s.files[path] = f
 	}
 	f.refs++
 	if f.idle != nil {
 		s.idle.Remove(f.idle)
 		f.idle = nil
+		s.idleBytes -= f.size
 	}
 	s.mu.Unlock()
 	f.mu.Lock()
@@ -111,9 +123,10 @@ func (s *sharedFiles) acquire(path string, data []byte, owned bool) (*sharedFile
 }
 
 // release counts one attempt less using f. A content-named file no
-// attempt uses joins the idle ones; beyond s.keep, the least recently
-// used of them is removed (under s.mu, so that no acquire of its path
-// finds it half gone).
+// attempt uses joins the idle ones, or is removed if it is larger than
+// s.keepFile; beyond s.keep files or s.keepBytes, the least recently used
+// of them are removed (under s.mu, so that no acquire of its path finds
+// it half gone).
 func (s *sharedFiles) release(f *sharedFile) {
 	if f == nil {
 		return
@@ -124,13 +137,25 @@ func (s *sharedFiles) release(f *sharedFile) {
 	if f.refs > 0 || !f.owned {
 		return
 	}
+	if f.size > s.keepFile {
+		s.remove(f)
+		return
+	}
 	f.idle = s.idle.PushBack(f)
-	for s.idle.Len() > s.keep {
+	s.idleBytes += f.size
+	for s.idle.Len() > s.keep || s.idleBytes > s.keepBytes {
 		old := s.idle.Remove(s.idle.Front()).(*sharedFile)
 		old.idle = nil
-		delete(s.files, old.path)
-		_ = removeScratchFile(old.path) // one left behind goes at the next boot
+		s.idleBytes -= old.size
+		s.remove(old)
 	}
+}
+
+// remove forgets f, which no attempt uses, and removes its file; called
+// with s.mu held.
+func (s *sharedFiles) remove(f *sharedFile) {
+	delete(s.files, f.path)
+	_ = removeScratchFile(f.path) // one left behind goes at the next boot
 }
 
 // ensure makes f hold data: nothing when it is as this process left it;

@@ -108,9 +108,10 @@ func overwrite(t *testing.T, path, data string) {
 
 // TestIdleInputsAreBounded: of the content-named input files no attempt
 // uses, at most keepIdle are kept, the least recently used going first;
-// one an attempt uses is never removed.
+// one an attempt uses is never removed (see also
+// TestIdleInputsBoundedInBytes).
 func TestIdleInputsAreBounded(t *testing.T) {
-	s := &sharedFiles{files: map[string]*sharedFile{}, keep: 2}
+	s := &sharedFiles{files: map[string]*sharedFile{}, keep: 2, keepBytes: 1 << 20, keepFile: 1 << 10}
 	dir := t.TempDir()
 	held, err := s.acquire(contentInput(dir, []byte(`"held"`)), []byte(`"held"`), true)
 	if err != nil {
@@ -138,6 +139,39 @@ func TestIdleInputsAreBounded(t *testing.T) {
 	s.release(held)
 	if _, err := os.Stat(paths[2]); err == nil {
 		t.Errorf("input 2: kept, want it removed once the held one went idle after it")
+	}
+}
+
+// TestIdleInputsBoundedInBytes: idle input files are kept up to
+// keepIdleBytes in all, the least recently used going first, and one
+// larger than keepIdleFile goes as soon as no attempt uses it.
+func TestIdleInputsBoundedInBytes(t *testing.T) {
+	s := &sharedFiles{files: map[string]*sharedFile{}, keep: 100, keepBytes: 250, keepFile: 100}
+	dir := t.TempDir()
+	use := func(data string) string {
+		t.Helper()
+		f, err := s.acquire(contentInput(dir, []byte(data)), []byte(data), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.release(f)
+		return f.path
+	}
+	var kept []string
+	for i := range 3 {
+		kept = append(kept, use(fmt.Sprintf("%0100d", i))) // 100 bytes each: the third goes over 250
+	}
+	big := use(fmt.Sprintf("%0101d", 0))
+	for i, want := range []bool{false, true, true} {
+		if _, err := os.Stat(kept[i]); (err == nil) != want {
+			t.Errorf("input %d (100 bytes): %v, want kept %v", i, err, want)
+		}
+	}
+	if _, err := os.Stat(big); !os.IsNotExist(err) {
+		t.Errorf("input of 101 bytes, over keepIdleFile: %v, want it removed once idle", err)
+	}
+	if s.idleBytes != 200 {
+		t.Errorf("idle bytes %d, want 200", s.idleBytes)
 	}
 }
 
