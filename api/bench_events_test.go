@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -198,8 +199,14 @@ func (r *eventReaders) stop(b *testing.B) (int64, time.Duration) {
 }
 
 // readEventStreams is the reader process: spec is "k url". It opens k
-// streams, prints "ready", reads and discards until its stdin closes, then
-// closes them and prints the bytes read.
+// streams, prints "ready", and reads and discards each until it has the
+// round's run_finished (the streams open before the round's run is
+// triggered and join at the log's end, so the first one is that run's) or
+// the server ends it (a dropped stream). Once its stdin closes and every
+// stream is so read, it closes them and prints the bytes read: a round
+// ends only once every stream has been sent all of its run, so the
+// daemon's CPU counted includes the streams' tail, however quickly the
+// run ended.
 func readEventStreams(spec string) int {
 	ks, url, _ := strings.Cut(spec, " ")
 	k, err := strconv.Atoi(ks)
@@ -220,16 +227,36 @@ func readEventStreams(spec string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, _ := io.Copy(io.Discard, resp.Body)
-			total.Add(n)
+			total.Add(readUntilRunFinished(resp.Body))
 		}()
 	}
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
+	wg.Wait()
 	for _, body := range bodies {
 		body.Close()
 	}
-	wg.Wait()
 	fmt.Println(total.Load())
 	return 0
+}
+
+// readUntilRunFinished reads an event stream line by line until a
+// run_finished event's data or the stream's end, and returns the bytes
+// read.
+func readUntilRunFinished(body io.Reader) int64 {
+	r := bufio.NewReaderSize(body, 64<<10)
+	var n int64
+	for {
+		line, err := r.ReadSlice('\n')
+		n += int64(len(line))
+		if bytes.HasPrefix(line, []byte("data: ")) && bytes.Contains(line, []byte(`"type":"run_finished"`)) {
+			return n
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return n
+		}
+	}
 }
