@@ -90,7 +90,7 @@ type sharedFile struct {
 	size  int64 // the input's
 
 	mu sync.Mutex // held while the file is checked or written
-	id fileID     // as this process last wrote it; zero: not yet
+	id inputID    // as this process last wrote it; zero: not yet
 
 	refs int           // attempts using it; guarded by sharedFiles.mu
 	idle *list.Element // in sharedFiles.idle; guarded by sharedFiles.mu
@@ -158,17 +158,37 @@ func (s *sharedFiles) remove(f *sharedFile) {
 	_ = removeScratchFile(f.path) // one left behind goes at the next boot
 }
 
+// inputID tells whether a shared input file is as this process left it:
+// its fileID and its change time. A task can set the modification time
+// back (touch -d, cp -p over it after a chmod), and a same-size rewrite
+// within the modification time's granularity keeps it; the change time
+// moves with any write, chmod or utimes, and no task can set it.
+type inputID struct {
+	fileID
+	ctime int64
+}
+
+func inputIDOf(st *unix.Stat_t) inputID { return inputID{idOf(st), st.Ctim.Nano()} }
+
 // ensure makes f hold data: nothing when it is as this process left it;
 // otherwise it is written to path+".tmp" (read-only), then renamed over
-// path, so that a task never reads it half written. Called with f.mu held.
+// path, so that a task never reads it half written. A folder a task made
+// at either name goes whole first (a rename cannot replace it). Called
+// with f.mu held.
 func (f *sharedFile) ensure(data []byte) error {
 	var st unix.Stat_t
-	if err := unix.Lstat(f.path, &st); err == nil && f.id != (fileID{}) && f.id == idOf(&st) {
+	err := unix.Lstat(f.path, &st)
+	if err == nil && f.id != (inputID{}) && f.id == inputIDOf(&st) {
 		return nil
 	}
+	if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if err := removeScratchFile(f.path); err != nil {
+			return err
+		}
+	}
 	tmp := f.path + ".tmp"
-	if err := unix.Unlink(tmp); err != nil && err != unix.ENOENT { // read-only: not opened again for writing
-		return &os.PathError{Op: "unlink", Path: tmp, Err: err}
+	if err := removeScratchFile(tmp); err != nil { // read-only: not opened again for writing
+		return err
 	}
 	if err := writeScratchMode(tmp, data, 0o400); err != nil {
 		return err
@@ -179,6 +199,6 @@ func (f *sharedFile) ensure(data []byte) error {
 	if err := unix.Lstat(f.path, &st); err != nil {
 		return &os.PathError{Op: "stat", Path: f.path, Err: err}
 	}
-	f.id = idOf(&st)
+	f.id = inputIDOf(&st)
 	return nil
 }

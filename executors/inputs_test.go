@@ -81,7 +81,7 @@ func TestInputWithoutAFileOfItsOwn(t *testing.T) {
 	f := sharedInputs.files[path]
 	sharedInputs.mu.Unlock()
 	f.mu.Lock()
-	f.id = fileID{}
+	f.id = inputID{}
 	f.mu.Unlock()
 	overwrite(t, path, `{"stale":true}`)
 	if got, _ := run(in, 5); got != in {
@@ -191,6 +191,85 @@ func TestIsContentInput(t *testing.T) {
 	} {
 		if got := IsContentInput(c.name); got != c.want {
 			t.Errorf("IsContentInput(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestChangedInputKeepingItsTimesIsWrittenAgain: a task that rewrites
+// its shared input in place with bytes of the same size and sets its
+// modification time back (cp -p over it, touch -d) leaves the inode, the
+// size and the modification time as they were; the next attempt with that
+// input still reads the input, not the task's bytes (the change time,
+// which no task can set, tells).
+func TestChangedInputKeepingItsTimesIsWrittenAgain(t *testing.T) {
+	s := &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle, keepBytes: keepIdleBytes, keepFile: keepIdleFile}
+	data := []byte(`{"params":{"n":1}}`)
+	f, err := s.acquire(contentInput(t.TempDir(), data), data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.release(f)
+	before, err := os.Stat(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(f.path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(f.path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.WriteAt([]byte(`{"params":{"n":2}}`), 0)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(f.path, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(f.path, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.acquire(f.path, data, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release(again)
+	if got, err := os.ReadFile(f.path); err != nil || string(got) != string(data) {
+		t.Fatalf("the next attempt reads %q (%v), want %q", got, err, data)
+	}
+}
+
+// TestFolderInPlaceOfInputIsReplaced: a task that removed its shared
+// input and made a folder there (or at its temp file's name) does not
+// keep every later attempt with that input from starting: the folder goes
+// and the input is written again.
+func TestFolderInPlaceOfInputIsReplaced(t *testing.T) {
+	for _, name := range []string{"", ".tmp"} {
+		s := &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle, keepBytes: keepIdleBytes, keepFile: keepIdleFile}
+		data := []byte(`{"item":7}`)
+		path := contentInput(t.TempDir(), data)
+		f, err := s.acquire(path, data, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.release(f)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(path+name, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.acquire(path, data, true)
+		if err != nil {
+			t.Fatalf("a folder at the input%s: %v, want the input written again", name, err)
+		}
+		s.release(again)
+		if got, err := os.ReadFile(path); err != nil || string(got) != string(data) {
+			t.Fatalf("a folder at the input%s: the next attempt reads %q (%v), want %q", name, got, err, data)
 		}
 	}
 }
