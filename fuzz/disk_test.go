@@ -57,15 +57,18 @@ var errCrash = errors.New("power cut (simulated)")
 
 // diskModel tracks what is durable in one engine's wal folder.
 type diskModel struct {
-	mu       sync.Mutex
-	dataDir  string
-	walDir   string
-	durSize  map[string]int64 // segment name → durable bytes
-	durEnd   map[string]int64 // segment name → where its durable entries end (≤ durSize: zero padding follows)
-	durName  map[string]bool  // segment names durable in the folder
-	steps    int              // hook calls so far
-	crashAt  int              // crash at this step (0: never, crash() is called instead)
-	crashed  bool
+	mu      sync.Mutex
+	dataDir string
+	walDir  string
+	durSize map[string]int64 // segment name → durable bytes
+	durEnd  map[string]int64 // segment name → where its durable entries end (≤ durSize: zero padding follows)
+	durName map[string]bool  // segment names durable in the folder
+	steps   int              // hook calls so far
+	crashAt int              // crash at this step (0: never, crash() is called instead)
+	crashed bool
+	// synced is the last frame whose fsync the model let happen (or that
+	// the recovered history holds): what an idle crash counts committed.
+	synced   uint64
 	crashErr error         // a harness failure found while crashing
 	crashCh  chan struct{} // closed at the crash
 	rng      *rand.Rand    // for the image; used only under mu
@@ -170,6 +173,7 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 	}
 	switch op {
 	case wal.OpSync:
+		m.synced = max(m.synced, index)
 		newest := segs[len(segs)-1]
 		data, err := os.ReadFile(filepath.Join(m.walDir, newest.name))
 		if err != nil {
@@ -269,8 +273,29 @@ func (m *diskModel) crashLocked(op wal.Op, index uint64) {
 	if index > 0 {
 		m.res.committed = index - 1
 	}
+	idle := op == ""
+	if idle {
+		// The power goes between I/O points, but an append may be under
+		// way meanwhile: its frame may be on disk before its fsync's
+		// hook (then the scan above saw it, yet it is not committed), or
+		// land after the scan (then the image may still read it). Only
+		// the frames whose fsync happened are committed, and written is
+		// completed from the image below.
+		m.res.committed = min(m.res.committed, m.synced)
+	}
 	if m.crashErr == nil {
 		m.crashErr = m.buildImage()
+	}
+	if idle && m.crashErr == nil {
+		// A frame written after the scan and kept by the image is written,
+		// never acknowledged (its fsync's hook now fails).
+		if first, frames, err := readLog(filepath.Join(m.image, "wal")); err == nil && first > 0 {
+			for i, f := range frames {
+				if idx := first + uint64(i); idx == uint64(len(m.res.written))+1 {
+					m.res.written = append(m.res.written, f)
+				}
+			}
+		}
 	}
 }
 
@@ -539,6 +564,7 @@ func (m *diskModel) setHistory(hist [][][]byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.hist = append([][][]byte(nil), hist...)
+	m.synced = uint64(len(hist)) // the recovered history is durable
 }
 
 // history is every frame written so far, index 1 first.
