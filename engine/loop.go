@@ -277,12 +277,16 @@ func (e *Engine) decideCommand(c *command, now int64, out *turnOutput) {
 	out.replies = append(out.replies, pendingReply{c, result{value, err}})
 }
 
-// stopRun asks every attempt of a run being cancelled to stop.
+// stopRun asks every attempt of a run being cancelled to stop: those
+// waiting for a slot leave the queue first, all at once (see
+// withdrawEvery).
 func (e *Engine) stopRun(runID string, out *turnOutput) {
+	cancelling := func(a *attempt) bool { return a.ref.Run == runID && !a.cancelled }
+	gone := e.withdrawEvery(cancelling)
 	for _, a := range e.attempts {
-		if a.ref.Run == runID && !a.cancelled {
+		if cancelling(a) {
 			a.cancelled = true
-			if !e.withdraw(a) { // at once: see withdraw
+			if !gone[a] {
 				out.stops = append(out.stops, a)
 			}
 		}
@@ -798,6 +802,22 @@ func (e *Engine) withdraw(a *attempt) bool {
 	return waited
 }
 
+// withdrawEvery withdraws at once every waiting attempt that match
+// accepts (slots.withdrawEvery) and reports each end as withdraw does; it
+// returns the set withdrawn. Loop goroutine.
+func (e *Engine) withdrawEvery(match func(*attempt) bool) map[*attempt]bool {
+	ws := e.slots.withdrawEvery(match)
+	gone := make(map[*attempt]bool, len(ws))
+	for _, w := range ws {
+		gone[w.a] = true
+		if w.prep != nil {
+			a, prep := w.a, w.prep
+			e.launcher.submit(func() { e.neverSpawned(a, prep) })
+		}
+	}
+	return gone
+}
+
 // withdrawAll takes every attempt waiting for a slot out of the queue and
 // forgets it (fail-stop: no record can say so; once the log recovers,
 // their tasks, found in flight with no attempt, are interrupted and run
@@ -888,10 +908,11 @@ func (e *Engine) startedNow() {
 // beginShutdown stops dispatching and asks every attempt to stop.
 func (e *Engine) beginShutdown() {
 	e.stopping = true
+	gone := e.withdrawEvery(func(*attempt) bool { return true }) // first, at once: see withdrawEvery
 	var running []*attempt
 	for _, a := range e.attempts {
 		a.stopped = true
-		if !e.withdraw(a) { // first: see withdraw
+		if !gone[a] {
 			running = append(running, a)
 		}
 	}

@@ -196,6 +196,34 @@ func (s *slots) withdraw(a *attempt) (prep executors.Prepared, ok bool) {
 	return prep, true
 }
 
+// withdrawEvery takes out of the queue, at once, every waiting attempt
+// that match accepts, and returns each with its prepared work (nil if the
+// launcher has not made it ready: it then aborts it and reports its end,
+// as after withdraw). One hold of the lock for all of them: a process
+// that exits meanwhile cannot give its slot to one of them before it is
+// withdrawn, as it could between two withdraws (a shutdown or a run's
+// cancel would spawn it only to stop it). match runs under the lock.
+func (s *slots) withdrawEvery(match func(*attempt) bool) []spawnable {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []spawnable
+	kept := s.queue[:0]
+	for _, a := range s.queue {
+		if t := a.slot; t.state != slotWaiting || !match(a) {
+			kept = append(kept, a)
+			continue
+		}
+		out = append(out, spawnable{a, a.slot.prep})
+		a.slot.state, a.slot.prep = slotLeft, nil
+	}
+	clear(s.queue[len(kept):])
+	s.queue = kept
+	if len(s.queue) == 0 {
+		s.queue = nil
+	}
+	return out
+}
+
 // waitingAll returns every attempt in the queue (fail-stop withdraws them).
 func (s *slots) waitingAll() []*attempt {
 	s.mu.Lock()

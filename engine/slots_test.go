@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -350,3 +351,45 @@ func TestAheadKeepsDispatchOrder(t *testing.T) {
 		t.Fatalf("dispatch order %v, want a, b, c", order)
 	}
 }
+
+// TestWithdrawEveryIsOneStep: a shutdown or a run's cancel withdraws the
+// attempts waiting for a slot all at once: a process that exits while
+// they are being withdrawn cannot give its slot to one of them (which
+// would spawn it only to stop it). The exit here is reported from inside
+// the withdrawal (match runs under the slots' lock): it must find the
+// queue already empty of them.
+func TestWithdrawEveryIsOneStep(t *testing.T) {
+	s := newSlots(1, &fakeClock{})
+	spec := &workflow.Task{Executor: "process"}
+	running, w1, w2 := &attempt{spec: spec}, &attempt{spec: spec}, &attempt{spec: spec}
+	s.enter(running, 1)
+	s.enter(w1, 1)
+	s.enter(w2, 1)
+	s.ready(w1, fakePrepared{})
+	s.ready(w2, fakePrepared{})
+	handed := make(chan []spawnable, 1)
+	var once sync.Once
+	gone := s.withdrawEvery(func(a *attempt) bool {
+		once.Do(func() {
+			go func() { next, _ := s.leave(running); handed <- next }() // the exit, meanwhile
+		})
+		return true
+	})
+	if next := <-handed; len(next) != 0 {
+		t.Fatalf("an exit during the withdrawal gave its slot to %d withdrawn attempts", len(next))
+	}
+	if len(gone) != 2 || gone[0].a != w1 || gone[1].a != w2 || gone[0].prep == nil {
+		t.Fatalf("withdrawn %v, want w1 and w2 with their prepared work", gone)
+	}
+	for _, a := range []*attempt{w1, w2} {
+		if a.slot.state != slotLeft {
+			t.Fatalf("a withdrawn attempt's ticket is %v, want left", a.slot.state)
+		}
+	}
+}
+
+// fakePrepared is prepared work that is never started.
+type fakePrepared struct{}
+
+func (fakePrepared) Start(func(executors.Event)) (executors.Handle, error) { return nil, nil }
+func (fakePrepared) Abort()                                                {}
