@@ -795,11 +795,7 @@ func (e *Engine) stopAttempt(a *attempt) {
 // a stopped attempt's end would give its slot to the next one waiting.
 // Loop goroutine.
 func (e *Engine) withdraw(a *attempt) bool {
-	prep, waited := e.slots.withdraw(a)
-	if waited && prep != nil {
-		e.launcher.submit(func() { e.neverSpawned(a, prep) })
-	}
-	return waited
+	return e.withdrawEvery(func(w *attempt) bool { return w == a })[a]
 }
 
 // withdrawEvery withdraws at once every waiting attempt that match
@@ -823,14 +819,10 @@ func (e *Engine) withdrawEvery(match func(*attempt) bool) map[*attempt]bool {
 // their tasks, found in flight with no attempt, are interrupted and run
 // again). Loop goroutine.
 func (e *Engine) withdrawAll() {
-	for _, a := range e.slots.waitingAll() {
-		prep, ok := e.slots.withdraw(a)
-		if !ok {
-			continue
-		}
-		delete(e.attempts, a.taskID)
-		if prep != nil {
-			e.launcher.submit(prep.Abort)
+	for _, w := range e.slots.withdrawEvery(func(*attempt) bool { return true }) {
+		delete(e.attempts, w.a.taskID)
+		if w.prep != nil {
+			e.launcher.submit(w.prep.Abort)
 		}
 	}
 }

@@ -180,29 +180,15 @@ func (s *slots) handOut() []spawnable {
 	return out
 }
 
-// withdraw takes a waiting attempt out of the queue: it will never spawn.
-// ok is false if it does not wait (it holds a slot, or left). prep is its
-// prepared work if the launcher had made it ready: the caller then aborts
-// it and reports its end; nil, the launcher does both (see ready).
-func (s *slots) withdraw(a *attempt) (prep executors.Prepared, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := a.slot
-	if t == nil || t.state != slotWaiting {
-		return nil, false
-	}
-	s.unqueue(a)
-	prep, t.state, t.prep = t.prep, slotLeft, nil
-	return prep, true
-}
-
 // withdrawEvery takes out of the queue, at once, every waiting attempt
 // that match accepts, and returns each with its prepared work (nil if the
-// launcher has not made it ready: it then aborts it and reports its end,
-// as after withdraw). One hold of the lock for all of them: a process
-// that exits meanwhile cannot give its slot to one of them before it is
-// withdrawn, as it could between two withdraws (a shutdown or a run's
-// cancel would spawn it only to stop it). match runs under the lock.
+// launcher has not made it ready: it then aborts it and reports its end;
+// see ready). One withdrawn never spawns. The one way out of the queue
+// but a slot or a failed preparation (a stop of one attempt matches only
+// it). One hold of the lock for all of them: a process that exits
+// meanwhile cannot give its slot to one of them before it is withdrawn,
+// as it could between two withdrawals (a shutdown or a run's cancel would
+// spawn it only to stop it). match runs under the lock.
 func (s *slots) withdrawEvery(match func(*attempt) bool) []spawnable {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,13 +208,6 @@ func (s *slots) withdrawEvery(match func(*attempt) bool) []spawnable {
 		s.queue = nil
 	}
 	return out
-}
-
-// waitingAll returns every attempt in the queue (fail-stop withdraws them).
-func (s *slots) waitingAll() []*attempt {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.queue)
 }
 
 func (s *slots) unqueue(a *attempt) {
