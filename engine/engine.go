@@ -133,7 +133,7 @@ type attempt struct {
 	failReason   string    // the engine stopped it for this reason (timeout, heartbeat, never started)
 	cancelled    bool      // stopped because its run is being cancelled
 	deferred     bool      // its process ended deferring its work: its jobs are tracked (deferred.go)
-	slot         *ticket   // its executor slot, or its place in the queue for one (slots.go); guarded by slots.mu
+	slot         *ticket   // its executor slot, or its place in the queue for one (slots.go): every attempt has one (enter, force); guarded by slots.mu
 }
 
 // cleaned notes a Finished report whose executor removed the attempt's

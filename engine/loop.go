@@ -858,7 +858,7 @@ func (e *Engine) reporter(a *attempt) func(executors.Event) {
 	if a.eager {
 		report = e.report
 	}
-	if a.slot == nil || !a.slot.early { // early is set once, at dispatch
+	if !a.slot.early { // early is set once, at dispatch
 		return report
 	}
 	return func(ev executors.Event) {

@@ -150,7 +150,7 @@ func (s *slots) leave(a *attempt) ([]spawnable, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch t := a.slot; {
-	case t == nil || t.state == slotLeft:
+	case t.state == slotLeft:
 		return nil, len(s.queue)
 	case t.state == slotHeld:
 		s.held--
@@ -216,15 +216,11 @@ func (s *slots) unqueue(a *attempt) {
 	}
 }
 
-// grantedAt is when a got its slot, 0 while it waits for one (an
-// attempt without a ticket counts from its dispatch).
+// grantedAt is when a got its slot, 0 while it waits for one.
 func (s *slots) grantedAt(a *attempt) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case a.slot == nil:
-		return a.dispatchedAt
-	case a.slot.state == slotWaiting:
+	if a.slot.state == slotWaiting {
 		return 0
 	}
 	return a.slot.grantedAt
@@ -234,7 +230,7 @@ func (s *slots) grantedAt(a *attempt) int64 {
 func (s *slots) waiting(a *attempt) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return a.slot != nil && a.slot.state == slotWaiting
+	return a.slot.state == slotWaiting
 }
 
 // inUse is the number of slots held, and of attempts waiting for one.
