@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"strconv"
-	"time"
 )
 
 // AppendEventJSON appends ev as json.Marshal encodes it (the same bytes:
@@ -32,9 +31,7 @@ func AppendEventJSON(b []byte, ev *Event) []byte {
 	if ev.Paused != nil {
 		b = strconv.AppendBool(append(b, `,"paused":`...), *ev.Paused)
 	}
-	b = append(b, `,"at":"`...)
-	b = ev.At.AppendFormat(b, time.RFC3339Nano)
-	return append(b, `"}`...)
+	return append(appendTime(b, `,"at":`, &ev.At), '}')
 }
 
 // appendJSONField appends key and s, unless s is empty (omitempty).
