@@ -232,13 +232,10 @@ type span struct {
 	gone     bool
 }
 
-// frameEvent is an event as every stream sends it (appendEvent's frame).
+// frameEvent is an event as every stream sends it (appendEvent's frame,
+// its JSON written in place).
 func frameEvent(dst []byte, ev *engine.Event) []byte {
-	dst = append(dst, "id: "...)
-	dst = append(dst, ev.ID...)
-	dst = append(dst, "\ndata: "...)
-	dst = engine.AppendEventJSON(dst, ev)
-	return append(dst, "\n\n"...)
+	return append(engine.AppendEventJSON(appendEventHead(dst, ev.ID, ""), ev), "\n\n"...)
 }
 
 // batch sends the events of b that the filter selects, then flushes.
@@ -373,13 +370,17 @@ func (st *sseWriter) write(b []byte) error {
 
 // appendEvent frames one event: data holds no newline (it is compact JSON).
 func appendEvent(b []byte, id, name string, data []byte) []byte {
+	return append(append(appendEventHead(b, id, name), data...), "\n\n"...)
+}
+
+// appendEventHead is an event's frame up to its data: the one place that
+// lays out the lines before it (framesAfter reads the id line).
+func appendEventHead(b []byte, id, name string) []byte {
 	b = append(b, "id: "...)
 	b = append(b, id...)
 	if name != "" {
 		b = append(b, "\nevent: "...)
 		b = append(b, name...)
 	}
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
+	return append(b, "\ndata: "...)
 }
