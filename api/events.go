@@ -26,7 +26,7 @@ const (
 	// stream before it is dropped (the engine never waits for a stream).
 	eventBuffer = 4096
 	// eventFlushEvery is the shortest time between two writes of a
-	// stream (see followEvents).
+	// feed (see feed.run).
 	eventFlushEvery = 100 * time.Millisecond
 	// defaultHeartbeat is how often an idle stream gets a comment line, so
 	// that proxies do not close it.
