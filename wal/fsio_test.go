@@ -98,6 +98,22 @@ func find(calls []ioCall, from int, kind ioKind, match func(string) bool) int {
 
 func is(path string) func(string) bool { return func(p string) bool { return p == path } }
 
+// anyPath matches every path, for find.
+func anyPath(string) bool { return true }
+
+// removalsDurable fails the test unless each removal in calls is preceded
+// by the fsync of dir after every earlier folder change (each removal is
+// durably done before the next); it returns how many removals there are.
+func removalsDurable(t *testing.T, calls []ioCall, dir string) int {
+	t.Helper()
+	removals := 0
+	for i := find(calls, 0, ioRemove, anyPath); i >= 0; i = find(calls, i+1, ioRemove, anyPath) {
+		durableAt(t, calls, i, "folder "+dir)
+		removals++
+	}
+	return removals
+}
+
 // durableAt fails the test unless path (a file, or a folder's entries, as
 // notDurable names them) is durable before calls[at].
 func durableAt(t *testing.T, calls []ioCall, at int, what string) {
@@ -193,7 +209,7 @@ var recoveryCases = []recoveryCase{
 		os.WriteFile(start+".TEMP", data[off:off+10], 0o600)
 		return recs[from-1:]
 	}, check: func(t *testing.T, dir string, calls []ioCall) {
-		rename := find(calls, 0, ioRename, func(string) bool { return true })
+		rename := find(calls, 0, ioRename, anyPath)
 		durableAt(t, calls, rename, "folder "+dir) // the superseded segments are gone
 		if find(calls, 0, ioRemove, func(p string) bool { return strings.HasSuffix(p, ".TEMP") }) < 0 {
 			t.Errorf("the .TEMP file was not removed:\n%s", callList(calls))
@@ -453,7 +469,7 @@ func TestCutAtMakesEachStepDurable(t *testing.T) {
 	if lost := notDurable(calls); len(lost) > 0 {
 		t.Errorf("CutAt returned with %v not durable:\n%s", lost, callList(calls))
 	}
-	first := find(calls, 0, ioRemove, func(string) bool { return true })
+	first := find(calls, 0, ioRemove, anyPath)
 	for _, c := range calls[:first] {
 		if c.kind == ioCreate {
 			durableAt(t, calls, first, "file "+c.path)
@@ -461,12 +477,7 @@ func TestCutAtMakesEachStepDurable(t *testing.T) {
 	}
 	durableAt(t, calls, first, "folder "+keep)
 	durableAt(t, calls, first, "folder "+filepath.Dir(keep))
-	removals := 0
-	for i := first; i >= 0; i = find(calls, i+1, ioRemove, func(string) bool { return true }) {
-		durableAt(t, calls, i, "folder "+dir)
-		removals++
-	}
-	if removals != len(segs)-2 {
+	if removals := removalsDurable(t, calls, dir); removals != len(segs)-2 {
 		t.Errorf("%d removals, want %d:\n%s", removals, len(segs)-2, callList(calls))
 	}
 	if find(calls, first, ioTruncate, is(segs[1].path)) < 0 {
@@ -485,11 +496,7 @@ func TestTruncateFrontRemovalsAreDurableInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := r.log()
-	removals := 0
-	for i := find(calls, 0, ioRemove, func(string) bool { return true }); i >= 0; i = find(calls, i+1, ioRemove, func(string) bool { return true }) {
-		durableAt(t, calls, i, "folder "+dir)
-		removals++
-	}
+	removals := removalsDurable(t, calls, dir)
 	if lost := notDurable(calls); removals != 3 || len(lost) > 0 {
 		t.Errorf("%d removals, want 3, and %v not durable:\n%s", removals, lost, callList(calls))
 	}
