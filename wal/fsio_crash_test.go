@@ -174,17 +174,7 @@ func bootImage(t *testing.T, img map[string]file) ([][]byte, error) {
 		return nil, err
 	}
 	l.Close()
-	var out [][]byte
-	first, err := FirstIndexDir(dir)
-	if err == nil {
-		err = ReplayDir(dir, first, func(_ uint64, rs [][]byte) error {
-			for _, r := range rs {
-				out = append(out, slices.Clone(r))
-			}
-			return nil
-		})
-	}
-	return out, err
+	return replayAll(dir)
 }
 
 // TestRecoveryPowerCutAtEveryStep: a power cut before any call of a

@@ -321,20 +321,27 @@ func TestRecoveryMakesEveryChangeDurable(t *testing.T) {
 // readFrom replays dir from its first index.
 func readFrom(t *testing.T, dir string) [][]byte {
 	t.Helper()
-	first, err := FirstIndexDir(dir)
+	out, err := replayAll(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// replayAll is every record of dir, replayed from its first index.
+func replayAll(dir string) ([][]byte, error) {
+	first, err := FirstIndexDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	var out [][]byte
-	if err := ReplayDir(dir, first, func(_ uint64, rs [][]byte) error {
+	err = ReplayDir(dir, first, func(_ uint64, rs [][]byte) error {
 		for _, r := range rs {
 			out = append(out, slices.Clone(r))
 		}
 		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	})
+	return out, err
 }
 
 // TestRecoveryFailureIsLoudAndRepeatable: whichever call of a recovery
