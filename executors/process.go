@@ -17,7 +17,10 @@ import (
 	"time"
 )
 
-// Suffixes of the per-attempt files, after Job.Scratch.
+// Suffixes of the per-attempt files, after Job.Scratch. No executor
+// writes inputSuffix any more (an attempt's input is shared: see
+// inputs.go); RemoveScratch still removes one a version before 2026-11-25
+// left behind a crash.
 const (
 	inputSuffix  = ".input.json"
 	outputSuffix = ".output.json"

@@ -16,9 +16,9 @@ import (
 // thousands of short tasks, a file created and removed per attempt cost
 // more CPU than the spawn (2,000 `true` tasks at concurrency 16: about
 // 320 µs an attempt, contended, of 560; the spawn took 160). So what an
-// attempt does not need is not made: an attempt whose input is shared
-// (Job.InputFile) gets no input file of its own, and looks only (without
-// the lock) for the folder and for a stale output.
+// attempt does not need is not made: no attempt gets an input file of its
+// own (every input is shared: see inputs.go), and a start looks only
+// (without the lock) for its input, the folder and a stale output.
 
 // scratchPrefix is job.Scratch made absolute (the task may run in another
 // folder).
