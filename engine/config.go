@@ -103,8 +103,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CloudRun.Google.Tokens == nil {
 		// One token for the cloudrun executor and the Deferred one (which
-		// polls its executions): a token fetched once until it expires.
-		c.CloudRun.Google.Tokens = executors.NewGoogleTokens(nil)
+		// polls its executions): a token fetched once until it expires,
+		// through the cloudrun executor's client when one is configured
+		// (as before the token was shared; nil: the default client).
+		c.CloudRun.Google.Tokens = executors.NewGoogleTokens(c.CloudRun.Client)
 	}
 	if c.Executors == nil {
 		py := executors.NewPython(executors.PythonConfig{KillGrace: c.KillGrace, Logger: c.Logger, Interpreter: c.Python})
