@@ -70,7 +70,8 @@ func prepareScratch(job Job) (attemptFiles, error) {
 
 // shareInput returns shared input file path (Job.InputFile), holding
 // data, made absolute, once the attempt's scratch folder dir exists (the
-// task may write its output there).
+// task may write its output there). The engine's file is in dir: once it
+// is there, so is dir, and the start costs no stat more.
 func shareInput(path string, data []byte, dir string) (*sharedFile, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -79,6 +80,9 @@ func shareInput(path string, data []byte, dir string) (*sharedFile, error) {
 	f, err := sharedInputs.acquire(abs, data, false)
 	if err != nil {
 		return nil, err
+	}
+	if filepath.Dir(abs) == dir {
+		return f, nil
 	}
 	if err := ensureDir(dir); err != nil {
 		sharedInputs.release(f)
