@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/engine/benchtest"
 )
 
 // Issue 21, item 4: the daemon's cost must not grow with its backlog.
@@ -55,10 +55,10 @@ func BenchmarkBacklogBursts(b *testing.B) {
 				srv, _ := backlogServer(b, shape.yaml)
 				cl := loadClient(32)
 				for k := range took {
-					c0 := processCPU()
+					c0 := benchtest.SelfCPU()
 					_, d := triggerBurst(b, cl, srv.URL, 32, burst)
 					took[k] += d
-					cpu[k] += processCPU() - c0
+					cpu[k] += benchtest.SelfCPU() - c0
 				}
 			}
 			for k := range took {
@@ -171,13 +171,6 @@ func fillBacklog(b *testing.B, eng *engine.Engine, n int) {
 	if failed.Load() > 0 {
 		b.Fatalf("%d triggers failed", failed.Load())
 	}
-}
-
-// processCPU is the CPU time the process used so far (user + system).
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // timeGet GETs url and returns how long the whole answer took, in ms.

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
+	"github.com/orkwal/orkwal/engine/benchtest"
 )
 
 // BenchmarkEventFollowers: what 20 open pages following /events cost the
@@ -106,7 +106,7 @@ func followRound(b *testing.B, eng *engine.Engine, url, query string, k, n int) 
 	if k > 0 {
 		readers = startEventReaders(b, url+"/events"+query, k)
 	}
-	cpu0 := selfCPU()
+	cpu0 := benchtest.SelfCPU()
 	start := time.Now()
 	id, err := eng.Trigger("fan", nil, "bench")
 	if err != nil {
@@ -126,14 +126,8 @@ func followRound(b *testing.B, eng *engine.Engine, url, query string, k, n int) 
 			time.Sleep(time.Millisecond) // the server's handlers see the streams closed
 		}
 	}
-	r.cpu = selfCPU() - cpu0
+	r.cpu = benchtest.SelfCPU() - cpu0
 	return r
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func median(xs []float64) float64 {

@@ -1,4 +1,4 @@
-// Package benchtest holds what the benchmarks of engine and cmd/orkwal
+// Package benchtest holds what the benchmarks of engine, api and cmd/orkwal
 // measure with: the CPU time of the process, of its calling thread and of
 // the children it has reaped; a run's wall and CPU cost; the floor a bare
 // Go program sets (spawns of `true`, fsyncs of a plain file); nearest-rank
