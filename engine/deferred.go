@@ -67,7 +67,6 @@ func (e *Engine) resumeDeferred(t *replay.Task, now int64) {
 	a := &attempt{ref: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, taskID: t.ID(), number: t.Attempt,
 		spec: t.Spec(), dispatchedAt: t.DispatchedAt, started: true, lastBeat: now, deferred: true}
 	e.attempts[a.taskID] = a
-	e.inflight++
 	e.slots.force(a, now) // it ran before: it takes its slot back
 	e.armDeadlines(a, now)
 	job := e.trackJob(a, t.Output)

@@ -35,8 +35,7 @@ type Engine struct {
 	stopping bool          // loop-owned: shutdown begun, dispatch no more
 
 	// Loop-owned.
-	attempts map[string]*attempt // task id → the attempt in flight
-	inflight int
+	attempts map[string]*attempt // task id → the attempt in flight (their count bounds dispatch: canDispatch)
 	// crashed: tasks whose attempt this boot found in flight after a crash
 	// (task id → true), until their next dispatch: that attempt's start is
 	// recorded at once (see deferStarted), so that a task that takes the

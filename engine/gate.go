@@ -125,7 +125,7 @@ func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
 	if reason := g.blocked(t); reason != "" {
 		return []string{reason}
 	}
-	if e.inflight >= e.cfg.MaxConcurrent { // it may go ahead, or wait behind one that may not (see pick)
+	if len(e.attempts) >= e.cfg.MaxConcurrent { // it may go ahead, or wait behind one that may not (see pick)
 		held, ahead := e.slots.inUse()
 		return []string{fmt.Sprintf("executor slots full (%d of %d in use, %d dispatched ahead)", held, e.cfg.MaxConcurrent, ahead)}
 	}

@@ -90,7 +90,7 @@ func (e *Engine) loop() {
 	idle := false
 	for {
 		if idle && !e.inbox.calling() {
-			if e.stopping && e.inflight == 0 {
+			if e.stopping && len(e.attempts) == 0 {
 				return
 			}
 			// With a snapshot being copied, the loop does not block: with
@@ -151,7 +151,7 @@ func (e *Engine) loop() {
 		}
 		e.armWake(out.wake)
 		idle = !out.progress || !e.canDispatch()
-		if e.stopping && e.inflight == 0 && e.inbox.empty() {
+		if e.stopping && len(e.attempts) == 0 && e.inbox.empty() {
 			return
 		}
 	}
@@ -172,7 +172,7 @@ func (e *Engine) armWake(notBefore int64) {
 
 func (e *Engine) canDispatch() bool {
 	return !e.stopping && e.poison.Load() == nil &&
-		e.inflight < e.dispatchMax() && e.state.ReadyCount() > 0
+		len(e.attempts) < e.dispatchMax() && e.state.ReadyCount() > 0
 }
 
 // dispatchMax is how many attempts may be in flight: the slots and as
@@ -460,7 +460,6 @@ func (e *Engine) forget(taskID string, number int, out *turnOutput) {
 // its slot (if its Finished report did not already: see slots).
 func (e *Engine) remove(a *attempt, out *turnOutput) {
 	delete(e.attempts, a.taskID)
-	e.inflight--
 	out.scratch = append(out.scratch, e.scratchOf(a))
 	next, _ := e.slots.leave(a)
 	e.spawnAll(next)
@@ -471,7 +470,7 @@ func (e *Engine) remove(a *attempt, out *turnOutput) {
 // is parked behind it (see replay's ready queue), so a pass costs
 // O(log n) per task it looks at, not a scan of every waiting task.
 func (e *Engine) dispatch(now int64, out *turnOutput) {
-	picked, wake := e.pick(now, e.dispatchMax()-e.inflight, e.cfg.MaxConcurrent-e.inflight)
+	picked, wake := e.pick(now, e.dispatchMax()-len(e.attempts), e.cfg.MaxConcurrent-len(e.attempts))
 	out.wake = wake
 	for _, t := range picked {
 		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
@@ -489,7 +488,6 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		e.attempts[s.job.TaskID] = s.att
 		e.slots.enter(s.att, now)
 		e.armDeadlines(s.att, now)
-		e.inflight++
 	}
 }
 
@@ -653,7 +651,6 @@ func (e *Engine) append(out *turnOutput) bool {
 		delete(e.alerts.sending, s.ref) // still pending: sent once the WAL recovers
 	}
 	out.sends, out.logs = nil, nil
-	e.inflight = len(e.attempts)
 	out.starts, out.stops = nil, nil
 	releaseAll(out.release, false) // their start is not durable: they never run
 	out.release = nil

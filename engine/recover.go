@@ -59,7 +59,6 @@ func (e *Engine) rebuildDurable() {
 		return
 	}
 	e.state = st
-	e.inflight = len(e.attempts)
 }
 
 var errPastDurable = errors.New("past the durable prefix")
@@ -160,6 +159,5 @@ func (e *Engine) reconcile(st *replay.State) []replay.Record {
 	if live != len(e.attempts) {
 		e.log.Warn("attempts running without a durable dispatch", "running", len(e.attempts), "matched", live)
 	}
-	e.inflight = len(e.attempts)
 	return recs
 }

@@ -27,7 +27,7 @@ import (
 // The rules:
 //   - Only the process executor dispatches ahead, and never a task with a
 //     mutex (its holder would wait for a slot holding the key). Others are
-//     dispatched only while a slot is free for them (inflight <
+//     dispatched only while a slot is free for them (len(attempts) <
 //     MaxConcurrent), so they never wait in the queue; a pass that meets
 //     one it cannot dispatch stops there, so that dispatch order stays the
 //     order attempts get their slots.

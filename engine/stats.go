@@ -71,7 +71,7 @@ func (e *Engine) Stats() Stats {
 	st := Stats{DispatchLatency: &e.metrics.dispatch, TaskDuration: &e.metrics.duration,
 		WALWrite: &e.wal.WriteLatency, WALSync: &e.wal.SyncLatency, Turns: e.turns.Load(),
 		Compactions: e.compactions.Load(), DiskRecoveries: e.metrics.diskRecoveries,
-		BootCutBytes: e.bootCut, TasksInFlight: e.inflight, TasksReady: e.state.ReadyCount(),
+		BootCutBytes: e.bootCut, TasksInFlight: len(e.attempts), TasksReady: e.state.ReadyCount(),
 		Workflows: len(e.state.Workflows), Runs: map[string]int{}, Tasks: map[string]int{},
 		AlertsRaised: e.metrics.alertsRaised.Load(), AlertsSent: e.metrics.alertsSent.Load(),
 		AlertsFailed: e.metrics.alertsFailed.Load(), AlertsGivenUp: e.metrics.alertsGivenUp.Load(),
