@@ -151,8 +151,11 @@ func (e *Engine) scratchOf(a *attempt) string {
 	if !a.hasScratch {
 		return ""
 	}
-	return Layout(e.cfg.DataDir).Scratch(a.ref.Run, a.taskID[len(a.ref.Run)+1:], a.number) // taskID is run:key
+	return Layout(e.cfg.DataDir).Scratch(a.ref.Run, a.key(), a.number)
 }
+
+// key is a's task's key (its taskID is run:key).
+func (a *attempt) key() string { return a.taskID[len(a.ref.Run)+1:] }
 
 // stopReason is why the engine stops the attempt, for its log's last
 // line: its failReason, a cancel, or the daemon's shutdown.

@@ -760,9 +760,8 @@ func (e *Engine) spawnAll(ss []spawnable) {
 
 // jobRef is what a start failure's report needs of a's job.
 func (e *Engine) jobRef(a *attempt) executors.Job {
-	key := a.taskID[len(a.ref.Run)+1:] // taskID is run:key
 	return executors.Job{RunID: a.ref.Run, TaskID: a.taskID, Attempt: a.number,
-		LogPath: Layout(e.cfg.DataDir).AttemptLog(a.ref.Run, key, a.number)}
+		LogPath: Layout(e.cfg.DataDir).AttemptLog(a.ref.Run, a.key(), a.number)}
 }
 
 // neverSpawned ends an attempt stopped while it waited for a slot: what
