@@ -326,12 +326,11 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 		}
 	}()
-	run, err := s.eng.WaitRun(ctx, id)
-	if err != nil {
+	if err := s.eng.WaitRunEnd(ctx, id); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, run)
+	s.writeAppended(w, r, s.eng.AppendRun) // as without wait: no RunView built
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {

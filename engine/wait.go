@@ -14,14 +14,21 @@ import (
 // wakes the waiters of the runs a commit ended (wakeWaiters), not every
 // waiter at every commit.
 func (e *Engine) WaitRun(ctx context.Context, id string) (RunView, error) {
+	if err := e.WaitRunEnd(ctx, id); err != nil {
+		return RunView{}, err
+	}
+	return e.Run(id)
+}
+
+// WaitRunEnd is WaitRun without the view: it returns once the run has
+// ended, ctx is done or the engine stops (nil), or ErrNotFound if there is
+// no such run. The caller reads the run as it needs it (AppendRun).
+func (e *Engine) WaitRunEnd(ctx context.Context, id string) error {
 	e.waitMu.Lock()
 	status, err := e.RunStatus(id)
 	if err != nil || replay.RunStatus(status).Finished() {
 		e.waitMu.Unlock()
-		if err != nil {
-			return RunView{}, err
-		}
-		return e.Run(id)
+		return err
 	}
 	// Registered under waitMu, which wakeWaiters holds while it looks: the
 	// commit that ends the run is either seen above or wakes ch.
@@ -44,7 +51,7 @@ func (e *Engine) WaitRun(ctx context.Context, id string) (RunView, error) {
 		}
 	}
 	e.waitMu.Unlock()
-	return e.Run(id)
+	return nil
 }
 
 // wakeWaiters wakes the waiters of every run that has ended or is gone.
