@@ -44,12 +44,12 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "addr", Value: DefaultAddr, EnvVars: []string{"ORKWAL_ADDR"}, Usage: "API listen address: host:port (not a URL)"},
 			&cli.StringFlag{Name: "workflows", Usage: "a folder whose *.yaml/*.yml files manage their workflows: loaded at boot, on SIGHUP and when they change, all or nothing"},
 			&cli.BoolFlag{Name: "strict-workflows", Usage: "refuse to boot when the --workflows folder has a bad file (by default the daemon serves the versions it had and says why)"},
-			&cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"},
+			maxConcurrentFlag(),
 			pythonFlag(),
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "daemon log format: text or json"},
-			&cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"},
+			killGraceFlag(),
 			&cli.Int64Flag{Name: "compact-bytes", Value: 64 << 20, Usage: "write a snapshot and truncate the log once it grew by this many bytes"},
-			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"},
+			maxLogBytesFlag(),
 			&cli.IntFlag{Name: "max-pending-runs", Value: engine.DefaultMaxPendingRuns, EnvVars: []string{"ORKWAL_MAX_PENDING_RUNS"},
 				Usage: "runs accepted and not finished, in all: a trigger beyond answers 429 with Retry-After, a cron fire is skipped"},
 			&cli.IntFlag{Name: "max-pending-runs-per-workflow", Value: engine.DefaultMaxPendingRunsPerWorkflow, EnvVars: []string{"ORKWAL_MAX_PENDING_RUNS_PER_WORKFLOW"},
@@ -72,6 +72,21 @@ func newLogger(format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, exitf(exitUsage, "--log-format: %q is not text or json", format)
+}
+
+// maxConcurrentFlag, killGraceFlag and maxLogBytesFlag are the engine's
+// flags that run and exec share (engine.Config's MaxConcurrent, KillGrace
+// and MaxLogBytes).
+func maxConcurrentFlag() cli.Flag {
+	return &cli.IntFlag{Name: "max-concurrent", Value: 16, Usage: "task attempts running at once"}
+}
+
+func killGraceFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "kill-grace", Value: 10 * time.Second, Usage: "SIGTERM → SIGKILL grace when stopping tasks (above 0)"}
+}
+
+func maxLogBytesFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "cap each task attempt's log (the head and the tail are kept)"}
 }
 
 // pythonFlag is the Python of python tasks that name none, for run and
