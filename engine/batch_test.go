@@ -241,7 +241,7 @@ func TestScratchIsFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, de := range des { // files: the attempt's, if not removed yet, and the shared empty input
+	for _, de := range des { // files: the attempt's, if not removed yet, and its shared input
 		if de.IsDir() {
 			t.Errorf("work/ holds the folder %s", de.Name())
 		}

@@ -29,12 +29,11 @@ var emptyInput = slices.Clip((&taskInput{Params: map[string]string{}}).encode())
 
 // jobShared is what the jobs of many tasks share instead of a copy each
 // (issue 27: the jobs of a large dispatch wait for the launcher, all
-// prepared at once): the empty input's path, and the environment of the
-// tasks placed in a folder (placeInFolder) with no env of their own. Loop
-// owned; what it hands out is read only.
+// prepared at once): the environment of the tasks placed in a folder
+// (placeInFolder) with no env of their own (and emptyInput). Loop owned;
+// what it hands out is read only.
 type jobShared struct {
-	emptyInputPath string
-	folderEnvs     map[string]map[string]string // folder → {PYTHONPATH: folder}
+	folderEnvs map[string]map[string]string // folder → {PYTHONPATH: folder}
 }
 
 // folderEnv is the environment {PYTHONPATH: dir}, one map per folder.
@@ -100,10 +99,7 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 	}
 	err := e.jobs.fill(&job, t)
 	if bytes.Equal(job.Input, emptyInput) {
-		if e.jobs.emptyInputPath == "" {
-			e.jobs.emptyInputPath = Layout(e.cfg.DataDir).EmptyInput()
-		}
-		job.Input, job.InputFile = emptyInput, e.jobs.emptyInputPath
+		job.Input = emptyInput
 	}
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,

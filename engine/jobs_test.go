@@ -12,9 +12,9 @@ import (
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
-// A task without params, inputs, upstream tasks or item is given the
-// data folder's shared empty input (executors.Job.InputFile) instead of an
-// input file of its own; one with any of them gets its own.
+// A task without params, inputs, upstream tasks or item is given the one
+// shared empty document as its input (its file is named after it, as any
+// input's: executors.IsInputFile); one with any of them gets its own.
 func TestEmptyInputShared(t *testing.T) {
 	dir := t.TempDir()
 	m := newManual(t, dir)
@@ -28,15 +28,15 @@ func TestEmptyInputShared(t *testing.T) {
 	trigger(t, e, "w")
 	first := m.nextSorted(2, byTaskName)
 	a, c := first[0], first[1]
-	if want := Layout(dir).EmptyInput(); a.InputFile != want || string(a.Input) != string(emptyInput) {
-		t.Errorf("a: InputFile %q, Input %s; want %q, %s", a.InputFile, a.Input, want, emptyInput)
+	if len(a.Input) == 0 || &a.Input[0] != &emptyInput[0] {
+		t.Errorf("a: Input %s, want the shared %s", a.Input, emptyInput)
 	}
-	if c.InputFile != "" {
-		t.Errorf("c (an input): InputFile %q, want its own", c.InputFile)
+	if string(c.Input) == string(emptyInput) {
+		t.Errorf("c (an input): Input %s, want its own", c.Input)
 	}
 	m.finish(a, true)
-	if b := m.next(); b.InputFile != "" {
-		t.Errorf("b (an upstream): InputFile %q, want its own", b.InputFile)
+	if b := m.next(); string(b.Input) == string(emptyInput) {
+		t.Errorf("b (an upstream): Input %s, want its own", b.Input)
 	}
 }
 
@@ -44,7 +44,7 @@ func TestEmptyInputShared(t *testing.T) {
 // at once): the tasks of a workflow's folder with no env of their own
 // share one {PYTHONPATH: folder}, a task with an env gets its own copy
 // with PYTHONPATH added (the shared one untouched), and empty inputs share
-// one clipped document and its path.
+// one clipped document.
 func TestJobsShareWhatRepeats(t *testing.T) {
 	dir, folder := t.TempDir(), t.TempDir()
 	m := newManual(t, dir)
@@ -64,9 +64,9 @@ func TestJobsShareWhatRepeats(t *testing.T) {
 	if reflect.ValueOf(a.Env).UnsafePointer() != reflect.ValueOf(b.Env).UnsafePointer() {
 		t.Error("a and b: an env map each, want one shared")
 	}
-	if len(a.Input) == 0 || &a.Input[0] != &b.Input[0] || a.InputFile != b.InputFile || cap(a.Input) != len(a.Input) {
-		t.Errorf("empty inputs: %p %p (cap %d, len %d), files %q %q; want one shared, clipped",
-			a.Input, b.Input, cap(a.Input), len(a.Input), a.InputFile, b.InputFile)
+	if len(a.Input) == 0 || &a.Input[0] != &b.Input[0] || cap(a.Input) != len(a.Input) {
+		t.Errorf("empty inputs: %p %p (cap %d, len %d); want one shared, clipped",
+			a.Input, b.Input, cap(a.Input), len(a.Input))
 	}
 }
 
@@ -106,7 +106,7 @@ func TestCleanedScratchLeftToTheExecutor(t *testing.T) {
 
 // TestRelativeDataDirResolvedOnce: a data folder given as a relative path
 // is made absolute once, when the engine opens: the paths an attempt gets
-// (its scratch files, its log, the shared empty input) are absolute, so
+// (its scratch files, its log) are absolute, so
 // no start looks the working folder up again, and they name the folder
 // the engine opened even after the working folder changed.
 func TestRelativeDataDirResolvedOnce(t *testing.T) {
@@ -123,7 +123,7 @@ func TestRelativeDataDirResolvedOnce(t *testing.T) {
 	trigger(t, e, "w")
 	second := m.next()
 	for _, j := range []executors.Job{first, second} {
-		for _, p := range []string{j.Scratch, j.LogPath, j.InputFile} {
+		for _, p := range []string{j.Scratch, j.LogPath} {
 			if !strings.HasPrefix(p, filepath.Join(base, "data")+string(filepath.Separator)) {
 				t.Errorf("job %s: path %q, want it absolute in %s", j.TaskID, p, filepath.Join(base, "data"))
 			}
@@ -133,25 +133,25 @@ func TestRelativeDataDirResolvedOnce(t *testing.T) {
 
 // TestBootRemovesKeptInputs: the input files named after their content
 // that a previous life of the daemon kept for the next attempts (see
-// executors.IsContentInput), and their temp files, go at boot, before any
-// start: the next life writes those it needs again, and the folder stays
-// bounded across crashes. The shared empty input stays.
+// executors.IsInputFile), their temp files, and the shared empty input of
+// versions before 2026-11-25 (work/input-empty.json, now content-named
+// like any input) go at boot, before any start: the next life writes
+// those it needs again, and the folder stays bounded across crashes.
 func TestBootRemovesKeptInputs(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, dir, newManual(t, dir), 4)
 	e.Close()
 	kept := filepath.Join(dir, "work", "input-0123456789abcdef0123456789abcdef.json")
-	for _, p := range []string{kept, kept + ".tmp", Layout(dir).EmptyInput()} {
+	legacy := filepath.Join(dir, "work", "input-empty.json")
+	gone := []string{kept, kept + ".tmp", legacy, legacy + ".tmp"}
+	for _, p := range gone {
 		writeFile(t, p, "{}")
 	}
 	e = openEngine(t, dir, newManual(t, dir), 4)
 	defer e.Close()
-	for _, p := range []string{kept, kept + ".tmp"} {
+	for _, p := range gone {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s after boot: %v, want it removed", p, err)
 		}
-	}
-	if _, err := os.Stat(Layout(dir).EmptyInput()); err != nil {
-		t.Errorf("the shared empty input after boot: %v, want it kept", err)
 	}
 }

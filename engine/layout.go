@@ -21,7 +21,7 @@ import (
 //	snapshots/snapshot-<index>.snap       snapshots, index zero-padded to 20 digits
 //	logs/<run>/<task>/<attempt>.log       task output (and its .ring, .tail)
 //	work/<run>.<task>.<attempt>.*         an attempt's contract files
-//	work/input-empty.json                 the input of every attempt whose input is empty
+//	work/input-<hash>.json                the shared input files (executors names them)
 //
 // The value is the folder's path.
 type Layout string
@@ -87,7 +87,7 @@ func scratchRun(name string) (string, bool) {
 // files (an attempt's are removed when it ends; those of an attempt whose
 // end a crash cut short stay until its run goes), and, with inputs (at
 // boot, before any start), the input files named after their content that
-// a previous life of the daemon kept (see executors.IsContentInput). One
+// a previous life of the daemon kept (see executors.IsInputFile). One
 // listing of work/, which holds only the files of attempts in flight, the
 // shared inputs and such leftovers.
 func (l Layout) removeRunScratch(gone func(run string) bool, inputs bool) (removed int, err error) {
@@ -96,7 +96,7 @@ func (l Layout) removeRunScratch(gone func(run string) bool, inputs bool) (remov
 		return 0, nil // none yet
 	}
 	for _, de := range des {
-		if inputs && executors.IsContentInput(de.Name()) {
+		if inputs && executors.IsInputFile(de.Name()) {
 			if rerr := os.Remove(filepath.Join(l.work(), de.Name())); rerr != nil && err == nil {
 				err = rerr
 			}
@@ -111,8 +111,3 @@ func (l Layout) removeRunScratch(gone func(run string) bool, inputs bool) (remov
 	}
 	return removed, err
 }
-
-// EmptyInput is the input file shared by the attempts whose input is the
-// empty document (no params, inputs, upstream or item: see
-// executors.Job.InputFile), so that they create no input file each.
-func (l Layout) EmptyInput() string { return filepath.Join(l.work(), "input-empty.json") }

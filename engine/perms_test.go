@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +13,7 @@ import (
 )
 
 // TestDataFolderIsPrivate: nothing the daemon writes (the WAL, snapshots,
-// logs, a task's input, the shared empty input) can be read by another user: folders are 0700 and
+// logs, a task's input, the empty input) can be read by another user: folders are 0700 and
 // files 0600 whatever the umask allows. The logs hold what tasks print,
 // the WAL and the input files params and outputs. (A task's output file is
 // the task's, made with its umask, in a folder only the daemon's user may
@@ -26,7 +25,7 @@ func TestDataFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Start()
-	// t has an input of its own; u's is the empty one, shared.
+	// t has an input of its own; u's is the empty one.
 	command := []string{"sh", "-c", `echo secret; echo '{"k": 1}' > "$ORKWAL_OUTPUT"; sleep 60`}
 	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{
 		{Name: "t", Executor: "process", Command: command, Inputs: map[string]workflow.Input{"k": {Const: []byte("1")}}},
@@ -59,13 +58,22 @@ func TestDataFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	check()
-	for _, want := range []string{"/wal", "/logs", "/snapshots", "/work/input-empty.json"} {
+	for _, want := range []string{"/wal", "/logs", "/snapshots"} {
 		if !strings.Contains(strings.Join(files, "\n"), want) {
 			t.Errorf("no %s among the files checked: %v", want, files)
 		}
 	}
-	if !slices.ContainsFunc(files, func(f string) bool { return executors.IsContentInput(filepath.Base(f)) }) {
-		t.Errorf("no input file of t's among the files checked: %v", files)
+	inputs := map[string]bool{}
+	for _, f := range files {
+		if executors.IsInputFile(filepath.Base(f)) {
+			inputs[f] = true
+		}
+	}
+	if strings.Contains(strings.Join(files, "\n"), "input-empty.json") {
+		t.Errorf("an input-empty.json among the files: %v; the empty input is content-named like any other", files)
+	}
+	if len(inputs) != 2 {
+		t.Errorf("input files checked %v, want t's and u's (the empty one): %v", inputs, files)
 	}
 }
 

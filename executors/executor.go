@@ -60,18 +60,16 @@ type Job struct {
 	// with one marker line between them saying how many bytes were omitted
 	// (process and python executors; see cappedLog).
 	MaxLogBytes int64
-	// Input is the JSON document given to the task through ORKWAL_INPUT.
+	// Input is the JSON document given to the task through ORKWAL_INPUT
+	// (empty: the empty document {}): the file named after its content
+	// beside the scratch files (see inputs.go), shared by the attempts
+	// whose Input is the same document, read-only; the executor writes
+	// Input there when the file is missing or changed since this process
+	// last wrote it (see sharedInputs).
 	Input []byte
-	// InputFile, when set, is the file ORKWAL_INPUT names (the engine's
-	// for the empty document); otherwise it is the one named after Input's
-	// content beside the scratch files (see inputs.go). Either is shared by
-	// the attempts whose Input is the same document, read-only: the
-	// executor writes Input there when the file is missing or changed since
-	// this process last wrote it (see sharedInputs).
-	InputFile string
 	// Scratch is the path prefix of this attempt's contract files:
 	// Scratch+".output.json" (ORKWAL_OUTPUT) and the python executor's own
-	// (see Python); its input is shared (see InputFile). The
+	// (see Python); its input is shared (see Input). The
 	// executor creates them, and their folder if it is missing; the
 	// engine puts those of every attempt side by side in one folder, so
 	// that starting a task creates no folder (see RemoveScratch).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -13,8 +14,8 @@ import (
 
 // An attempt's input (ORKWAL_INPUT) is a read-only file that every attempt
 // with the same input shares, named after its content in the scratch
-// folder (input-<hash>.json), or the one the engine names for the empty
-// input (Job.InputFile). A file made for one attempt and removed as it
+// folder (input-<hash>.json; the empty input's too): this file owns the
+// names of input files. A file made for one attempt and removed as it
 // ended cost a new inode for every start: on ext4 without a journal (the
 // machine of docs/benchmarks.md) each creation also scans past the inodes
 // removed in the last seconds, tens to hundreds of microseconds of CPU a
@@ -45,21 +46,28 @@ func contentInput(dir string, data []byte) string {
 }
 
 // The name of a content-named input file is contentInputPrefix, 32 hex
-// digits, contentInputExt (see IsContentInput).
+// digits, contentInputExt (see IsInputFile).
 const (
 	contentInputPrefix = "input-"
 	contentInputExt    = ".json"
 )
 
-// IsContentInput tells whether name (in a scratch folder) is a
-// content-named input file, or its temp file (name + ".tmp"): the engine
-// removes those a previous life of the daemon left at boot, before any
-// start.
-func IsContentInput(name string) bool {
-	n := len(contentInputPrefix) + 32 + len(contentInputExt)
-	if len(name) == n+len(".tmp") && name[n:] == ".tmp" {
-		name = name[:n]
+// legacyEmptyInput is the file versions before 2026-11-25 gave every
+// attempt whose input was the empty document; that input is now
+// content-named like any other.
+const legacyEmptyInput = "input-empty.json"
+
+// IsInputFile tells whether name (in a scratch folder) is a shared input
+// file, or its temp file (name + ".tmp"): one named after its content,
+// or the empty input of versions before 2026-11-25 (legacyEmptyInput).
+// The engine removes those a previous life of the daemon left at boot,
+// before any start.
+func IsInputFile(name string) bool {
+	name = strings.TrimSuffix(name, ".tmp")
+	if name == legacyEmptyInput {
+		return true
 	}
+	n := len(contentInputPrefix) + 32 + len(contentInputExt)
 	if len(name) != n || name[:len(contentInputPrefix)] != contentInputPrefix || name[n-len(contentInputExt):] != contentInputExt {
 		return false
 	}
@@ -85,9 +93,8 @@ type sharedFiles struct {
 
 // sharedFile is one shared input file.
 type sharedFile struct {
-	path  string
-	owned bool  // content-named: removed once idle beyond keepIdle
-	size  int64 // the input's
+	path string
+	size int64 // the input's
 
 	mu sync.Mutex // held while the file is checked or written
 	id inputID    // as this process last wrote it; zero: not yet
@@ -96,13 +103,13 @@ type sharedFile struct {
 	idle *list.Element // in sharedFiles.idle; guarded by sharedFiles.mu
 }
 
-// acquire makes path hold data and counts one more attempt using it, until
-// release. owned: path is content-named (see contentInput).
-func (s *sharedFiles) acquire(path string, data []byte, owned bool) (*sharedFile, error) {
+// acquire makes path (see contentInput) hold data and counts one more
+// attempt using it, until release.
+func (s *sharedFiles) acquire(path string, data []byte) (*sharedFile, error) {
 	s.mu.Lock()
 	f := s.files[path]
 	if f == nil {
-		f = &sharedFile{path: path, owned: owned, size: int64(len(data))}
+		f = &sharedFile{path: path, size: int64(len(data))}
 		s.files[path] = f
 	}
 	f.refs++
@@ -134,7 +141,7 @@ func (s *sharedFiles) release(f *sharedFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.refs--
-	if f.refs > 0 || !f.owned {
+	if f.refs > 0 {
 		return
 	}
 	if f.size > s.keepFile {

@@ -113,14 +113,14 @@ func overwrite(t *testing.T, path, data string) {
 func TestIdleInputsAreBounded(t *testing.T) {
 	s := &sharedFiles{files: map[string]*sharedFile{}, keep: 2, keepBytes: 1 << 20, keepFile: 1 << 10}
 	dir := t.TempDir()
-	held, err := s.acquire(contentInput(dir, []byte(`"held"`)), []byte(`"held"`), true)
+	held, err := s.acquire(contentInput(dir, []byte(`"held"`)), []byte(`"held"`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var paths []string
 	for i := range 4 {
 		data := []byte(fmt.Sprint(i))
-		f, err := s.acquire(contentInput(dir, data), data, true)
+		f, err := s.acquire(contentInput(dir, data), data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestIdleInputsBoundedInBytes(t *testing.T) {
 	dir := t.TempDir()
 	use := func(data string) string {
 		t.Helper()
-		f, err := s.acquire(contentInput(dir, []byte(data)), []byte(data), true)
+		f, err := s.acquire(contentInput(dir, []byte(data)), []byte(data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,10 @@ func TestIdleInputsBoundedInBytes(t *testing.T) {
 	}
 }
 
-func TestIsContentInput(t *testing.T) {
+// TestIsInputFile: the names boot removes from work/ as shared inputs:
+// the content-named ones, the empty input of versions before 2026-11-25,
+// and their temp files; no attempt's own file.
+func TestIsInputFile(t *testing.T) {
 	name := filepath.Base(contentInput("/x", []byte("{}")))
 	for _, c := range []struct {
 		name string
@@ -183,14 +186,16 @@ func TestIsContentInput(t *testing.T) {
 	}{
 		{name, true},
 		{name + ".tmp", true},
-		{"input-empty.json", false},
-		{"input-empty.json.tmp", false},
+		{"input-empty.json", true},
+		{"input-empty.json.tmp", true},
+		{"input-empty.json.tmp.tmp", false},
+		{"input-empty.jsonx", false},
 		{"input-" + name[6:38] + ".txt", false},
 		{"input-zz" + name[8:], false},
 		{"0b0c2a3e-8f5e-4a8e-9d67-6b6a9f3c1d22.a.1.input.json", false},
 	} {
-		if got := IsContentInput(c.name); got != c.want {
-			t.Errorf("IsContentInput(%q) = %v, want %v", c.name, got, c.want)
+		if got := IsInputFile(c.name); got != c.want {
+			t.Errorf("IsInputFile(%q) = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
@@ -204,7 +209,7 @@ func TestIsContentInput(t *testing.T) {
 func TestChangedInputKeepingItsTimesIsWrittenAgain(t *testing.T) {
 	s := &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle, keepBytes: keepIdleBytes, keepFile: keepIdleFile}
 	data := []byte(`{"params":{"n":1}}`)
-	f, err := s.acquire(contentInput(t.TempDir(), data), data, true)
+	f, err := s.acquire(contentInput(t.TempDir(), data), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +238,7 @@ func TestChangedInputKeepingItsTimesIsWrittenAgain(t *testing.T) {
 	if err := os.Chtimes(f.path, before.ModTime(), before.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.acquire(f.path, data, true)
+	again, err := s.acquire(f.path, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +257,7 @@ func TestFolderInPlaceOfInputIsReplaced(t *testing.T) {
 		s := &sharedFiles{files: map[string]*sharedFile{}, keep: keepIdle, keepBytes: keepIdleBytes, keepFile: keepIdleFile}
 		data := []byte(`{"item":7}`)
 		path := contentInput(t.TempDir(), data)
-		f, err := s.acquire(path, data, true)
+		f, err := s.acquire(path, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +268,7 @@ func TestFolderInPlaceOfInputIsReplaced(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(path+name, "sub"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		again, err := s.acquire(path, data, true)
+		again, err := s.acquire(path, data)
 		if err != nil {
 			t.Fatalf("a folder at the input%s: %v, want the input written again", name, err)
 		}

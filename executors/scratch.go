@@ -33,14 +33,14 @@ func scratchPrefix(job Job) (string, error) {
 	return prefix, nil
 }
 
-// prepareScratch makes the attempt's input available, creating the run's
-// scratch folder if it is missing: the shared file Job.InputFile, or the
-// one named after the input's content (see inputs.go), written if need be,
-// and removes any stale output file. None is expected (the attempt's files
-// are removed when it ends or is interrupted, and a start whose dispatch
-// was lost never ran), but a removal that failed must not hand an old
-// output to this attempt. The input is the attempt's until it releases it
-// (attemptFiles.release).
+// prepareScratch makes the attempt's input available: the file named
+// after the input's content (see inputs.go), written if need be (which
+// creates the scratch folder if it is missing). The input is the
+// attempt's until it releases it (attemptFiles.release). Any stale
+// output file is removed: none is expected (the attempt's files are
+// removed when it ends or is interrupted, and a start whose dispatch was
+// lost never ran), but a removal that failed must not hand an old output
+// to this attempt.
 func prepareScratch(job Job) (attemptFiles, error) {
 	prefix, err := scratchPrefix(job)
 	if err != nil {
@@ -49,14 +49,9 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	files := attemptFiles{output: prefix + outputSuffix}
 	input := job.Input
 	if len(input) == 0 {
-		input = []byte("{}")
+		input = emptyDocument
 	}
-	dir := filepath.Dir(prefix)
-	if job.InputFile == "" {
-		files.shared, err = sharedInputs.acquire(contentInput(dir, input), input, true)
-	} else {
-		files.shared, err = shareInput(job.InputFile, input, dir)
-	}
+	files.shared, err = sharedInputs.acquire(contentInput(filepath.Dir(prefix), input), input)
 	if err != nil {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
@@ -68,39 +63,8 @@ func prepareScratch(job Job) (attemptFiles, error) {
 	return files, nil
 }
 
-// shareInput returns shared input file path (Job.InputFile), holding
-// data, made absolute, once the attempt's scratch folder dir exists (the
-// task may write its output there). The engine's file is in dir: once it
-// is there, so is dir, and the start costs no stat more.
-func shareInput(path string, data []byte, dir string) (*sharedFile, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("shared input path: %w", err)
-	}
-	f, err := sharedInputs.acquire(abs, data, false)
-	if err != nil {
-		return nil, err
-	}
-	if filepath.Dir(abs) == dir {
-		return f, nil
-	}
-	if err := ensureDir(dir); err != nil {
-		sharedInputs.release(f)
-		return nil, fmt.Errorf("create scratch folder: %w", err)
-	}
-	return f, nil
-}
-
-// ensureDir creates folder dir (and its parents) unless it is there: a
-// stat, which takes no lock, in the usual case.
-func ensureDir(dir string) error {
-	var st unix.Stat_t
-	if unix.Stat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return nil
-	}
-	_, err := makeDir(dir)
-	return err
-}
+// emptyDocument is the input of a job without one.
+var emptyDocument = []byte("{}")
 
 // removeStale removes path if something is there; the look first takes no
 // lock, and nothing is there in the usual case.

@@ -6,18 +6,20 @@ import (
 	"testing"
 )
 
-// An attempt given a shared input file reads it through ORKWAL_INPUT and
-// gets no input file of its own; a task that removes or rewrites the
+// An attempt reads its input through ORKWAL_INPUT, the shared file named
+// after the input's content in its scratch folder (the empty input too),
+// and gets no input file of its own; a task that removes or rewrites the
 // shared file does not change the input of the attempts after it.
 func TestSharedInputFile(t *testing.T) {
-	shared := filepath.Join(t.TempDir(), "work", "input-empty.json") // its folder is made too
 	const doc = `{"params":{},"inputs":{},"upstream":{}}`
+	var shared string
 	run := func(script string) Event {
 		t.Helper()
 		job := newTestJob(t, "sh", "-c", `test "$ORKWAL_INPUT" = "$SHARED" && test ! -e "$OWN" || exit 9
 cat "$ORKWAL_INPUT" > "$ORKWAL_OUTPUT"
 `+script)
-		job.Input, job.InputFile = []byte(doc), shared
+		job.Input = []byte(doc)
+		shared = contentInput(filepath.Dir(job.Scratch), job.Input)
 		job.Env = map[string]string{"SHARED": shared, "OWN": job.Scratch + inputSuffix}
 		return runJob(t, job)
 	}
@@ -41,28 +43,34 @@ cat "$ORKWAL_INPUT" > "$ORKWAL_OUTPUT"
 	}
 }
 
+// A job without an input (Job.Input empty) reads the empty document {}
+// from the file named after it, as any other input.
+func TestEmptyInputIsContentNamed(t *testing.T) {
+	job := newTestJob(t, "sh", "-c", `test "$ORKWAL_INPUT" = "$WANT" && cat "$ORKWAL_INPUT" > "$ORKWAL_OUTPUT"`)
+	job.Input = nil
+	job.Env = map[string]string{"WANT": contentInput(filepath.Dir(job.Scratch), []byte("{}"))}
+	if fin := runJob(t, job); !fin.OK || string(fin.Output) != "{}" {
+		t.Fatalf("Finished = {OK:%v Err:%q Output:%s}, want {} from the content-named file", fin.OK, fin.Err, fin.Output)
+	}
+}
+
 // A process attempt removes its own files as it ends, right after its
-// Finished report, which says so (Event.Cleaned); a shared input is left.
+// Finished report, which says so (Event.Cleaned); its input, shared, is left.
 func TestProcessCleansItsScratch(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
 		script string
-		shared bool
 	}{
 		{name: "no output", script: "true"},
 		{name: "an output", script: `echo 1 > "$ORKWAL_OUTPUT"`},
 		{name: "a folder at the output", script: `mkdir -p "$ORKWAL_OUTPUT/sub"`},
 		{name: "a failure", script: `echo 1 > "$ORKWAL_OUTPUT"; exit 3`},
-		{name: "shared input", script: `echo 1 > "$ORKWAL_OUTPUT"`, shared: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			job := newTestJob(t, "sh", "-c", tt.script)
-			if tt.shared {
-				job.InputFile = filepath.Join(t.TempDir(), "input.json")
-			}
 			p := newTestProcess(ProcessConfig{})
 			cleaned := make(chan string, 1)
 			p.cleaned = func(taskID string) { cleaned <- taskID }
@@ -82,7 +90,7 @@ func TestProcessCleansItsScratch(t *testing.T) {
 					t.Errorf("%s left: %v", suffix, err)
 				}
 			}
-			if _, err := os.Stat(job.InputFile); tt.shared && err != nil {
+			if _, err := os.Stat(contentInput(filepath.Dir(job.Scratch), emptyDocument)); err != nil {
 				t.Errorf("shared input: %v", err)
 			}
 		})
