@@ -1,20 +1,21 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
 
-// The folder changes this package makes outside an append's own write and
-// fdatasync, and the fsyncs that make them durable, go through the
-// functions below: Open's recovery (resolveLegacy, repairTail, openSegments,
-// the mark), a new segment's creation and unpad, TruncateFront's removals
-// and CutAt. Each calls ioHook
-// first, so that a test can log their sequence and fail any of them in its
-// place (fsio_test.go checks that every change is made durable before Open
-// returns, in the order the comments at each step argue). An append's write,
-// padding, fdatasync and undo keep their own fault points (Options.Fault,
-// padWrite, undoSync).
+// The one seam for fault injection: every change this package makes to a
+// folder or a file, every fsync, and every fault point of an append
+// (Options.Fault) go through doIO, which calls ioHook first. So a test can
+// log any sequence of calls (Open's recovery, an append's write, padding,
+// fdatasync and take-back, a segment's creation, the mark, TruncateFront,
+// CutAt) and fail any of them in its place: fsio_test.go checks that
+// every change is made durable before Open returns, in the order the
+// comments at each step argue. Options.Fault is how other packages (the
+// engine's tests, the power-loss harness) reach the same seam: it is the
+// work of the ioStep calls (faultAt), which ioHook sees too.
 
 // ioKind names a folder change or an fsync, for ioHook.
 type ioKind string
@@ -28,14 +29,19 @@ const (
 	ioRename   ioKind = "rename"   // a file renamed (from, to path)
 	ioSync     ioKind = "fsync"    // a file's fsync (path)
 	ioDirSync  ioKind = "dirsync"  // a folder's fsync (path)
+	ioDataSync ioKind = "datasync" // a file's fdatasync (path): an append's, or its take-back's
+	ioStep     ioKind = "step"     // an append's fault point (op, index; path: its file or folder): Options.Fault
 )
 
 // ioCall is one call, as ioHook sees it.
 type ioCall struct {
-	kind ioKind
-	path string
-	from string // ioRename: the old name
-	off  int64  // ioWrite: where; ioTruncate: the new size
+	kind  ioKind
+	path  string
+	from  string // ioRename: the old name
+	off   int64  // ioWrite: where; ioTruncate: the new size
+	data  []byte // ioWrite: the bytes
+	op    Op     // ioStep: the fault point
+	index uint64 // ioStep: the frame's index (OpTruncate: the new first index; OpOpenSync: 0)
 }
 
 func (c ioCall) String() string {
@@ -44,22 +50,43 @@ func (c ioCall) String() string {
 		return fmt.Sprintf("rename %s -> %s", c.from, c.path)
 	case ioWrite, ioTruncate:
 		return fmt.Sprintf("%s %s @%d", c.kind, c.path, c.off)
+	case ioStep:
+		return fmt.Sprintf("step %s index %d (%s)", c.op, c.index, c.path)
 	}
 	return fmt.Sprintf("%s %s", c.kind, c.path)
 }
 
 // ioHook, when set (tests only), is called before each call below and may
-// return an error, which the call then returns in place of doing anything.
+// return an error, which the call then returns in place of doing anything,
+// or errSkipIO.
 var ioHook func(ioCall) error
 
-// doIO runs do unless ioHook fails c.
+// errSkipIO, returned by ioHook, skips the call, which then succeeds: for
+// tests where an fsync would only cost time (noDirSync).
+var errSkipIO = errors.New("wal: call skipped by a test")
+
+// doIO runs do unless ioHook fails or skips c.
 func doIO(c ioCall, do func() error) error {
 	if ioHook != nil {
-		if err := ioHook(c); err != nil {
+		if err := ioHook(c); errors.Is(err, errSkipIO) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 	}
 	return do()
+}
+
+// faultAt is the fault point op of an append (see Op), at the file or
+// folder path: ioHook sees it as an ioStep call, whose work is fault's
+// (Options.Fault; nil: none).
+func faultAt(fault Fault, op Op, index uint64, path string) error {
+	return doIO(ioCall{kind: ioStep, path: path, op: op, index: index}, func() error {
+		if fault == nil {
+			return nil
+		}
+		return fault(op, index)
+	})
 }
 
 func mkdirAll(dir string) error {
@@ -76,10 +103,18 @@ func createFile(path string, flag int) (f *os.File, err error) {
 }
 
 func writeAt(f *os.File, b []byte, off int64) error {
-	return doIO(ioCall{kind: ioWrite, path: f.Name(), off: off}, func() error {
-		_, err := f.WriteAt(b, off)
+	_, err := writeAtN(f, b, off)
+	return err
+}
+
+// writeAtN is writeAt that tells how many bytes it wrote (none when ioHook
+// failed the call).
+func writeAtN(f *os.File, b []byte, off int64) (n int, err error) {
+	err = doIO(ioCall{kind: ioWrite, path: f.Name(), off: off, data: b}, func() error {
+		n, err = f.WriteAt(b, off)
 		return err
 	})
+	return n, err
 }
 
 func truncate(f *os.File, size int64) error {
@@ -99,15 +134,17 @@ func syncFile(f *os.File) error {
 	return doIO(ioCall{kind: ioSync, path: f.Name()}, f.Sync)
 }
 
+// dataSync is f's fdatasync (see datasync): an append's, or its
+// take-back's.
+func dataSync(f *os.File) error {
+	return doIO(ioCall{kind: ioDataSync, path: f.Name()}, func() error { return datasync(f) })
+}
+
 // SyncDir fsyncs a folder so that file creations, renames and removals in
 // it are durable.
 func SyncDir(dir string) error { return syncDir(dir) }
 
-// syncDir fsyncs a folder; tests replace it where folder fsyncs would only
-// cost time.
-var syncDir = fsyncDir
-
-func fsyncDir(dir string) error {
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("wal: open folder %s: %w", dir, err)

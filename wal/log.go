@@ -28,6 +28,8 @@ type Options struct {
 	Logger  *slog.Logger // slog.Default() when nil
 	// Fault, when set, is called at each I/O point of an append and may
 	// return an error to inject a failure there. Tests only; nil otherwise.
+	// It is the work of the package's one fault seam at those points
+	// (fsio.go), whose own tests see the same points.
 	Fault Fault
 }
 
@@ -390,7 +392,7 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	start := time.Now()
 	created, err := l.segs.write(index, l.buf)
 	if err == nil {
-		err = l.fault(OpWrite, index)
+		err = l.fault(OpWrite, index, l.segs.tail.Name())
 	}
 	l.WriteLatency.Observe(time.Since(start))
 	if err != nil {
@@ -403,12 +405,12 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 		return 0, l.fail(err)
 	}
 	start = time.Now()
-	if err := l.sync(OpSync, index, l.segs.sync); err != nil {
+	if err := l.sync(OpSync, index, l.segs.tail.Name(), l.segs.sync); err != nil {
 		return 0, l.fail(fmt.Errorf("%w: index %d: %w", ErrSync, index, err))
 	}
 	l.SyncLatency.Observe(time.Since(start))
 	if created {
-		if err := l.sync(OpDirSync, index, func() error { return syncDir(l.dir) }); err != nil {
+		if err := l.sync(OpDirSync, index, l.dir, func() error { return syncDir(l.dir) }); err != nil {
 			return 0, l.fail(fmt.Errorf("%w: folder after index %d: %w", ErrSync, index, err))
 		}
 	}
@@ -417,7 +419,7 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 		// segment an earlier Open left empty was fsynced by it): mark it
 		// before it is acknowledged, so that losing the segment is never
 		// silent.
-		if err := l.sync(OpMark, index, func() error { return l.segs.markNewest(index) }); err != nil {
+		if err := l.sync(OpMark, index, l.dir, func() error { return l.segs.markNewest(index) }); err != nil {
 			return 0, l.fail(fmt.Errorf("%w: marking segment %d: %w", ErrSync, index, err))
 		}
 	}
@@ -425,16 +427,15 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	return index, nil
 }
 
-func (l *Log) fault(op Op, index uint64) error {
-	if l.opts.Fault == nil {
-		return nil
-	}
-	return l.opts.Fault(op, index)
+// fault is the append's fault point op (faultAt), at path.
+func (l *Log) fault(op Op, index uint64, path string) error {
+	return faultAt(l.opts.Fault, op, index, path)
 }
 
-// sync runs an fsync, or the fault injected in its place.
-func (l *Log) sync(op Op, index uint64, fsync func() error) error {
-	if err := l.fault(op, index); err != nil {
+// sync runs an fsync of path (a file or folder), or the fault injected in
+// its place.
+func (l *Log) sync(op Op, index uint64, path string, fsync func() error) error {
+	if err := l.fault(op, index, path); err != nil {
 		return err
 	}
 	return fsync()
@@ -591,7 +592,7 @@ func (l *Log) TruncateFront(index uint64) error {
 		l.wmu.Unlock()
 		return fmt.Errorf("%w: %w", ErrPoisoned, l.poison)
 	}
-	if err := l.fault(OpTruncate, index); err != nil {
+	if err := l.fault(OpTruncate, index, l.dir); err != nil {
 		l.wmu.Unlock()
 		return err
 	}

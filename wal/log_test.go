@@ -765,26 +765,25 @@ func TestFailedWriteIsTakenBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			full := errors.New("injected: no space left on device")
-			l, err := Open(dir, Options{Logger: quiet, SegmentSize: tt.segment, Fault: func(op Op, index uint64) error {
-				if op == OpWrite && index == 3 {
+			l := openT(t, dir, tt.segment)
+			appendRecs(t, l, 0, 2)
+			var synced []int64 // the tail's size at each fsync after the failed write
+			failed := false
+			ioHook = func(c ioCall) error {
+				switch {
+				case c.kind == ioStep && c.op == OpWrite && c.index == 3 && !failed:
+					failed = true
 					return full
+				case c.kind == ioDataSync && failed:
+					fi, err := os.Stat(c.path)
+					if err != nil {
+						return err
+					}
+					synced = append(synced, fi.Size())
 				}
 				return nil
-			}})
-			if err != nil {
-				t.Fatal(err)
 			}
-			appendRecs(t, l, 0, 2)
-			var synced []int64 // the tail's size at each fsync of the take-back
-			undoSync = func(f *os.File) error {
-				fi, err := f.Stat()
-				if err != nil {
-					return err
-				}
-				synced = append(synced, fi.Size())
-				return datasync(f)
-			}
-			defer func() { undoSync = datasync }()
+			defer func() { ioHook = nil }()
 			if _, err := l.Append([][]byte{rec(2)}); !errors.Is(err, full) || errors.Is(err, ErrSync) {
 				t.Fatalf("append at the failing write: %v, want the injected error, not an fsync's", err)
 			}
@@ -819,19 +818,21 @@ func TestFailedWriteIsTakenBack(t *testing.T) {
 // with ErrSync, which the engine never retries as a full disk.
 func TestFailedTakeBackIsAnFsyncFailure(t *testing.T) {
 	full := errors.New("injected: no space left on device")
-	l, err := Open(t.TempDir(), Options{Logger: quiet, Fault: func(op Op, index uint64) error {
-		if op == OpWrite && index == 2 {
-			return full
-		}
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openT(t, t.TempDir(), 0)
 	defer l.Close()
 	appendRecs(t, l, 0, 1)
-	undoSync = func(*os.File) error { return errors.New("injected: fsync failed") }
-	defer func() { undoSync = datasync }()
+	failed := false
+	ioHook = func(c ioCall) error {
+		switch {
+		case c.kind == ioStep && c.op == OpWrite && c.index == 2:
+			failed = true
+			return full
+		case c.kind == ioDataSync && failed:
+			return errors.New("injected: fsync failed")
+		}
+		return nil
+	}
+	defer func() { ioHook = nil }()
 	if _, err := l.Append([][]byte{rec(1)}); !errors.Is(err, ErrSync) || !errors.Is(err, full) {
 		t.Fatalf("append whose take-back fsync failed: %v, want ErrSync wrapping the write's error", err)
 	}

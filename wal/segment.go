@@ -137,11 +137,9 @@ func openSegments(dir string, size, step int, fault Fault, end tailEnd) (*segmen
 	if err != nil {
 		return nil, fmt.Errorf("wal: open %s: %w", tail.path, err)
 	}
-	if fault != nil {
-		if err := fault(OpOpenSync, 0); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("wal: %w: open: %w", ErrSync, err)
-		}
+	if err := faultAt(fault, OpOpenSync, 0, tail.path); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: %w: open %s: %w", ErrSync, tail.path, err)
 	}
 	what := "what an earlier process wrote to it"
 	if end.repaired != "" {
@@ -186,7 +184,7 @@ func (s *segments) write(index uint64, entry []byte) (created bool, err error) {
 	}
 	s.pad(len(entry))
 	s.start = s.bytes
-	n, err := s.tail.WriteAt(entry, int64(s.bytes))
+	n, err := writeAtN(s.tail, entry, int64(s.bytes))
 	s.bytes += n
 	s.padded = max(s.padded, s.bytes)
 	if err != nil {
@@ -209,7 +207,7 @@ func (s *segments) pad(n int) {
 	end := s.bytes + n
 	for end > s.padded && s.padded < s.size && !s.noPad {
 		k := min(s.step, s.size-s.padded)
-		w, err := padWrite(s.tail, zeroChunk[:k], int64(s.padded))
+		w, err := writeAtN(s.tail, zeroChunk[:k], int64(s.padded))
 		s.padded += w
 		if err != nil {
 			s.noPad = true
@@ -231,21 +229,15 @@ func (s *segments) undo(index uint64) error {
 	if s.start < 0 {
 		return nil // it failed before writing anything
 	}
-	if err := s.tail.Truncate(int64(s.start)); err != nil {
+	if err := truncate(s.tail, int64(s.start)); err != nil {
 		return fmt.Errorf("wal: take back the failed write of index %d in %s: %w", index, s.name, err)
 	}
 	s.bytes, s.padded, s.last = s.start, s.start, index-1
-	if err := undoSync(s.tail); err != nil {
+	if err := dataSync(s.tail); err != nil {
 		return fmt.Errorf("%w: %s after taking back the failed write of index %d: %w", ErrSync, s.name, index, err)
 	}
 	return nil
 }
-
-// undoSync is datasync for undo; tests watch it.
-var undoSync = datasync
-
-// padWrite is (*os.File).WriteAt for pad; tests make it fail.
-var padWrite = (*os.File).WriteAt
 
 // unpad truncates the tail's padding, fsynced, before it stops being the
 // tail: only when a folder padded with a larger segment size left more
@@ -275,7 +267,7 @@ func (s *segments) unpad() error {
 func (s *segments) padding() int { return s.padded - s.bytes }
 
 // sync makes the tail segment's entries durable (see datasync).
-func (s *segments) sync() error { return datasync(s.tail) }
+func (s *segments) sync() error { return dataSync(s.tail) }
 
 // before lists the segment files whose entries all come before index: every
 // segment but the one holding index and those after it. The tail is never
