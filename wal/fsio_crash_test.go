@@ -2,11 +2,13 @@ package wal
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // diskView is what a power cut keeps of a folder, as far as the calls
@@ -50,8 +52,13 @@ func readOrNil(path string) []byte {
 // done credits c, which has just returned.
 func (v *diskView) done(t *testing.T, c ioCall) {
 	switch {
-	case c.kind == ioSync:
+	case c.kind == ioSync || c.kind == ioDataSync:
 		v.data[c.path] = readOrNil(c.path)
+		if from, ok := v.renamed[c.path]; ok {
+			// The file's bytes are durable under whichever name a cut
+			// keeps: its rename is not yet.
+			v.data[from] = v.data[c.path]
+		}
 	case c.kind == ioRename:
 		v.renamed[c.path] = c.from
 	case c.kind == ioDirSync && c.path == v.dir:
@@ -177,6 +184,42 @@ func bootImage(t *testing.T, img map[string]file) ([][]byte, error) {
 	return replayAll(dir)
 }
 
+// powerCuts runs op (which changes dir) with a power cut before each of
+// its calls through ioHook and once it returned: each image of dir such a
+// cut may leave (diskView.images) is booted (bootImage) and handed to
+// check. It returns how many images were booted.
+func powerCuts(t *testing.T, dir string, op func() error, check func(at string, img map[string]file, got [][]byte, err error)) int {
+	t.Helper()
+	v := newDiskView(t, dir)
+	var calls []ioCall
+	booted := 0
+	cut := func(at string) {
+		if n := len(calls); n > 0 {
+			v.done(t, calls[n-1])
+		}
+		for _, img := range v.images(t, calls) {
+			got, err := bootImage(t, img)
+			check(fmt.Sprintf("%s; calls:\n%s", at, callList(calls)), img, got, err)
+			booted++
+		}
+	}
+	ioHook = func(c ioCall) error {
+		cut(fmt.Sprintf("before %v", c))
+		calls = append(calls, c)
+		return nil
+	}
+	defer func() { ioHook = nil }()
+	if err := op(); err != nil {
+		t.Fatal(err)
+	}
+	ioHook = nil
+	cut("once it returned")
+	if booted == 0 {
+		t.Fatal("no image booted")
+	}
+	return booted
+}
+
 // TestRecoveryPowerCutAtEveryStep: a power cut before any call of a
 // recovery (every case of recoveryCases but the new folder), keeping of
 // each change not yet fsynced either nothing or all (a rename whole), in
@@ -192,38 +235,18 @@ func TestRecoveryPowerCutAtEveryStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "wal")
 			want := tc.make(t, dir)
-			v := newDiskView(t, dir)
-			var calls []ioCall
-			booted := 0
-			cut := func(at string) {
-				if n := len(calls); n > 0 {
-					v.done(t, calls[n-1])
+			open := func() error {
+				l, err := Open(dir, Options{Logger: quiet})
+				if err == nil {
+					l.Close()
 				}
-				for i, img := range v.images(t, calls) {
-					got, err := bootImage(t, img)
-					if err != nil || !equalRecords(got, want) {
-						t.Errorf("power cut %s (image %d of %v): boot: %v, %d records, want %d; calls:\n%s",
-							at, i, names(img), err, len(got), len(want), callList(calls))
-					}
-					booted++
+				return err
+			}
+			powerCuts(t, dir, open, func(at string, img map[string]file, got [][]byte, err error) {
+				if err != nil || !equalRecords(got, want) {
+					t.Errorf("power cut %s (image %v): boot: %v, %d records, want %d", at, names(img), err, len(got), len(want))
 				}
-			}
-			ioHook = func(c ioCall) error {
-				cut(fmt.Sprintf("before %v", c))
-				calls = append(calls, c)
-				return nil
-			}
-			defer func() { ioHook = nil }()
-			l, err := Open(dir, Options{Logger: quiet})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ioHook = nil
-			cut("once Open returned")
-			l.Close()
-			if booted == 0 {
-				t.Fatal("no image booted")
-			}
+			})
 		})
 	}
 }
@@ -237,4 +260,72 @@ func names(img map[string]file) string {
 	}
 	slices.Sort(out)
 	return fmt.Sprint(out)
+}
+
+// legacyCut is a folder an earlier version's front truncation left (a
+// .START file, its .TEMP, the segments it supersedes, no mark) and a cut
+// in it that CutAt makes after finishing that truncation (resolveLegacy's
+// removals and rename).
+type legacyCut struct {
+	name    string
+	tail    bool // the .START is the last segment (else later segments follow)
+	corrupt bool // the frame at the cut's index is corrupt (the reason to cut there)
+}
+
+// makeLegacyCut builds tc's folder in dir (writeLegacy, without a mark:
+// the versions that left a .START wrote none) and returns the records Open
+// serves from it and the cut's index: the .START's second entry, so that
+// the cut keeps one.
+func makeLegacyCut(t *testing.T, dir string, tc legacyCut) (want [][]byte, index uint64) {
+	t.Helper()
+	recs, segs, from := writeLegacy(t, dir, tc.corrupt)
+	marks, _ := filepath.Glob(filepath.Join(dir, markPrefix+"*"))
+	for _, m := range marks {
+		os.Remove(m)
+	}
+	end := len(recs)
+	if tc.tail {
+		for _, sg := range segs[2:] {
+			os.Remove(sg.path)
+		}
+		end = int(segs[2].first - 1)
+	}
+	return recs[from-1 : end], from + 1
+}
+
+// TestCutAtOnALegacyTruncationPowerCutAtEveryStep: a power cut before
+// each call of the operator's cut on a folder an earlier version left
+// mid-truncation (resolveLegacy's removals and its rename of the .START,
+// which has no folder fsync of its own, then the cut's copies, removals
+// and truncation), and once it returned, keeping any combination of what
+// was not yet fsynced: every image boots to a prefix of the log holding
+// every entry before the cut (nothing acknowledged is lost; what the cut
+// removes is kept in its copy, TestCutAtMakesEachStepDurable), and when
+// the entry at the cut is corrupt, boot either refuses it loudly (a
+// *CorruptError at that index) or serves exactly the entries before it.
+func TestCutAtOnALegacyTruncationPowerCutAtEveryStep(t *testing.T) {
+	for _, tc := range []legacyCut{
+		{name: "later segments follow"},
+		{name: "the .START is the tail", tail: true},
+		{name: "later segments follow, corrupt at the cut", corrupt: true},
+		{name: "the .START is the tail, corrupt at the cut", tail: true, corrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "wal")
+			want, index := makeLegacyCut(t, dir, tc)
+			cut := func() error { return CutAt(dir, index, CutFolder(dir, time.Now()), quiet) }
+			powerCuts(t, dir, cut, func(at string, img map[string]file, got [][]byte, err error) {
+				var ce *CorruptError
+				switch {
+				case tc.corrupt && errors.As(err, &ce) && ce.Index == index:
+					// loud: the corrupt entry is still there
+				case err != nil:
+					t.Errorf("power cut %s (image %v): boot: %v", at, names(img), err)
+				case len(got) < 1 || !equalRecords(got, want[:len(got)]) || tc.corrupt && len(got) != 1:
+					t.Errorf("power cut %s (image %v): boot served %d records, not a prefix of the %d with the 1 before the cut",
+						at, names(img), len(got), len(want))
+				}
+			})
+		})
+	}
 }

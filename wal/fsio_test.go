@@ -193,20 +193,7 @@ var recoveryCases = []recoveryCase{
 		}
 	}},
 	{name: "earlier version's front truncation", make: func(t *testing.T, dir string) [][]byte {
-		// tidwall/wal wrote the part of the segment holding from that
-		// starts there to "<from>.START", which supersedes that segment and
-		// those before it.
-		recs := writeRecs(t, dir, 0, 40)
-		segs, _ := listSegments(dir)
-		from := segs[1].first + 2
-		data, _ := os.ReadFile(segs[1].path)
-		off, err := offsetOf(data, segs[1].first, from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := filepath.Join(dir, segmentName(from)+".START")
-		os.WriteFile(start, data[off:], 0o600)
-		os.WriteFile(start+".TEMP", data[off:off+10], 0o600)
+		recs, _, from := writeLegacy(t, dir, false)
 		return recs[from-1:]
 	}, check: func(t *testing.T, dir string, calls []ioCall) {
 		rename := find(calls, 0, ioRename, anyPath)
@@ -224,6 +211,38 @@ var recoveryCases = []recoveryCase{
 			t.Errorf("the mark was not made:\n%s", callList(calls))
 		}
 	}},
+}
+
+// writeLegacy writes rec(0..39) to a log in dir (120-byte segments) and
+// then what an earlier version's front truncation to the third entry of
+// the second segment (from) left when a crash interrupted it: tidwall/wal
+// wrote the part of that segment that starts there to "<from>.START",
+// which supersedes that segment and those before it, after a
+// "<from>.START.TEMP". With corrupt, the .START's second entry (from+1)
+// has a byte of its record flipped. It returns the records written, the
+// segments and from.
+func writeLegacy(t *testing.T, dir string, corrupt bool) ([][]byte, []segmentFile, uint64) {
+	t.Helper()
+	recs := writeRecs(t, dir, 0, 40)
+	segs, _ := listSegments(dir)
+	from := segs[1].first + 2
+	data, _ := os.ReadFile(segs[1].path)
+	off, err := offsetOf(data, segs[1].first, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = data[off:]
+	if corrupt {
+		at, err := offsetOf(data, from, from+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[at+8] ^= 0xff
+	}
+	start := filepath.Join(dir, segmentName(from)+".START")
+	os.WriteFile(start, data, 0o600)
+	os.WriteFile(start+".TEMP", data[:10], 0o600)
+	return recs, segs, from
 }
 
 // writeRecs writes rec(from..to-1) to a log in dir, 120-byte segments,
