@@ -142,7 +142,7 @@ func (s *Server) register() {
 	s.handle("GET /runs/{id}/tasks", s.listTasks)
 	s.handle("POST /runs/{id}/tasks/{name}/mark", s.markTask)
 	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
-	s.handle("GET /events", s.streamEvents, "run", "workflow", "tasks", "latest")
+	s.handle("GET /events", s.streamEvents, "run", "workflow", "tasks", "latest", "instances")
 	s.handle("POST /workflows/{name}/alerts/test", s.testAlerts)
 	s.handle("GET /alerts", s.listAlerts, "limit")
 	s.handle("GET /summary", s.summary)

@@ -60,6 +60,7 @@ type eventFilter struct {
 	run, workflow string
 	noTasks       bool // ?tasks=0: run and workflow events only
 	latest        bool // ?latest=1: a task's latest event of each write only
+	counts        bool // ?instances=counts: a fan-out's counts for its instances' events (events_counts.go)
 }
 
 func (f eventFilter) match(ev *engine.Event) bool {
@@ -90,6 +91,13 @@ func parseEventsRequest(r *http.Request) (eventFilter, *engine.EventPos, error) 
 	if f.latest, err = queryBool(q, "latest", false); err != nil {
 		return f, nil, err
 	}
+	switch v := q.Get("instances"); v {
+	case "", "each":
+	case "counts":
+		f.counts = !f.noTasks // without task events there is nothing to count
+	default:
+		return f, nil, fmt.Errorf("instances: must be each or counts, got %q", v)
+	}
 	id := r.Header.Get("Last-Event-ID")
 	if id == "" {
 		return f, nil, nil
@@ -118,7 +126,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	fd, m := s.feeds.join(s.eng, f)
 	defer s.feeds.leave(fd, m)
-	st := &sseWriter{w: w, rc: http.NewResponseController(w), eventWindow: eventWindow{filter: f}}
+	st := &sseWriter{w: w, rc: http.NewResponseController(w), eventWindow: newEventWindow(f, s.eng, last != nil)}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
@@ -222,14 +230,29 @@ type eventWindow struct {
 	frames  [][]byte
 	pending []span
 	slot    map[uint64]int // by Event.TaskSeq
+	// fans, with filter.counts, keeps the fan-outs' counts; slots are the
+	// window's counts to send, where pending's spans with fan say.
+	fans  *fanCounts
+	slots []fanSlot
+}
+
+// newEventWindow is a window of filter f's events; replay: a resumed
+// stream's replay from the log (see events_counts.go).
+func newEventWindow(f eventFilter, eng *engine.Engine, replay bool) eventWindow {
+	w := eventWindow{filter: f}
+	if f.counts {
+		w.fans = newFanCounts(eng, replay)
+	}
+	return w
 }
 
 // span is a run of consecutive frames of one batch: frames[batch][from:to].
 type span struct {
 	batch    int
 	from, to int
-	alone    bool // a task's event under filter.latest: never extended
+	alone    bool // a task's event under filter.latest, or counts: never extended
 	gone     bool
+	fan      int // counts to send: slots[fan-1] (0: frames)
 }
 
 // frameEvent is an event as every stream sends it (appendEvent's frame,
@@ -262,6 +285,13 @@ func (st *eventWindow) add(b *engine.EventBatch) {
 		if !st.filter.match(ev) {
 			continue
 		}
+		if st.fans != nil {
+			st.replayed(ev)
+			if ev.FanOut != "" {
+				st.instance(ev)
+				continue
+			}
+		}
 		if fr.Ends == nil {
 			fr = b.Framed(frameEvent)
 			st.frames = append(st.frames, fr.All)
@@ -274,9 +304,12 @@ func (st *eventWindow) add(b *engine.EventBatch) {
 		}
 		if n := len(st.pending); n > 0 && !st.pending[n-1].alone && st.pending[n-1].batch == batch && st.pending[n-1].to == from {
 			st.pending[n-1].to = to
-			continue
+		} else {
+			st.pending = append(st.pending, span{batch: batch, from: from, to: to})
 		}
-		st.pending = append(st.pending, span{batch: batch, from: from, to: to})
+		if st.fans != nil && ev.Task == "" && ev.Run != "" {
+			st.runEvent(ev)
+		}
 	}
 }
 
@@ -295,7 +328,11 @@ func (st *eventWindow) supersede(seq uint64) {
 func (st *eventWindow) size() int {
 	n := 0
 	for _, p := range st.pending {
-		if !p.gone {
+		switch {
+		case p.gone:
+		case p.fan > 0:
+			n += 256 // about an instance_counts event
+		default:
 			n += p.to - p.from
 		}
 	}
@@ -305,15 +342,27 @@ func (st *eventWindow) size() int {
 // take calls put with each run of the frames gathered, in log order (not
 // after put failed), and empties the window; the batches are not kept.
 func (st *eventWindow) take(put func([]byte) error) error {
+	if len(st.slots) > 0 {
+		st.fans.read(st.slots)
+	}
 	var err error
 	for _, p := range st.pending {
-		if !p.gone && err == nil {
+		switch {
+		case p.gone || err != nil:
+		case p.fan > 0:
+			err = put(st.fans.frame(&st.slots[p.fan-1]))
+		default:
 			err = put(st.frames[p.batch][p.from:p.to])
 		}
 	}
 	clear(st.frames)
 	st.frames, st.pending = st.frames[:0], st.pending[:0]
 	clear(st.slot)
+	if st.fans != nil {
+		st.fans.taken(st.slots)
+		clear(st.slots)
+		st.slots = st.slots[:0]
+	}
 	return err
 }
 

@@ -78,7 +78,7 @@ func (fs *feedSet) join(eng *engine.Engine, f eventFilter) (*feed, *member) {
 			subscribe = eng.SubscribeRuns // none of them needs task events
 		}
 		sub := subscribe(eventBuffer) // counts this stream
-		fd = &feed{set: fs, eng: eng, filter: f, sub: sub, win: eventWindow{filter: f},
+		fd = &feed{set: fs, eng: eng, filter: f, sub: sub, win: newEventWindow(f, eng, false),
 			members: map[*member]bool{}}
 		if fs.m == nil {
 			fs.m = map[eventFilter]*feed{}

@@ -50,7 +50,7 @@ func (s *sse) read() {
 		line := s.sc.Text()
 		switch {
 		case line == "":
-			if ev.ID != "" || ev.Comment != "" {
+			if ev.ID != "" || ev.Comment != "" || ev.Raw != "" {
 				s.ch <- ev
 			}
 			ev = sseEvent{}

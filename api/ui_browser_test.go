@@ -459,3 +459,49 @@ func TestBrowserShowsTheFolderProblems(t *testing.T) {
 		t.Errorf("the good workflow's row: %q, want it managed by its file", managed)
 	}
 }
+
+const wfFanLive = `name: fanlive
+tasks:
+  each:
+    parallel: 4
+    command: 'while [ ! -e DIR/go-$ORKWAL_PARALLEL_INDEX ]; do sleep 0.02; done'
+  after: {command: "echo after", depends_on: [each]}
+`
+
+// TestBrowserFanOutCountsLive: a run page's fan-out node counts its
+// instances live from the stream's instance_counts events: as instances
+// end, its counts change without the page fetching the run again (nor
+// reloading); once all have ended it is drawn success.
+func TestBrowserFanOutCountsLive(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfFanLive)
+	id := d.trigger("fanlive")
+	ctx := browse(t)
+	each := `document.querySelector('#dag g.node[data-task="each"]').textContent`
+	fetches := `performance.getEntriesByType("resource").filter((e) => new URL(e.name).pathname === "/runs/` + id + `").length`
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+id)),
+		chromedp.WaitVisible(css(`#live.on`)),
+		until(each+`.includes("▶ 4")`),
+		chromedp.Evaluate[chromedp.Void](`window.pageMarker = "same page"`),
+	)
+	before := value[float64](t, ctx, fetches)
+	release := func(instances ...string) {
+		for _, i := range instances {
+			if err := os.WriteFile(filepath.Join(d.dir, "go-"+i), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	release("0", "1")
+	do(t, ctx, until(each+`.includes("✓ 2") && `+each+`.includes("▶ 2")`))
+	if n := value[float64](t, ctx, fetches); n != before {
+		t.Errorf("two instances ending made the page fetch the run %v times, want none: the counts come from the stream", n-before)
+	}
+	release("2", "3")
+	do(t, ctx, chromedp.WaitVisible(css(node("each", "success"))), chromedp.WaitVisible(css(runStatusIs("success"))),
+		until(each+`.includes("✓ 4")`))
+	if marker := value[string](t, ctx, `window.pageMarker`); marker != "same page" {
+		t.Fatalf("the page reloaded (marker %q)", marker)
+	}
+}

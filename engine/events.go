@@ -38,14 +38,23 @@ type Event struct {
 	// TaskSeq is a task event's task identity (its creation order across
 	// runs): cheaper to compare than Run and Task, and beside Task so that
 	// a stream's filter reads one cache line. 0 when Task is "".
-	TaskSeq  uint64    `json:"-"`
-	Attempt  int       `json:"attempt,omitempty"`
-	Status   string    `json:"status,omitempty"` // the task's (task events) or run's (run events) status it implies
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Error    string    `json:"error,omitempty"`
-	Paused   *bool     `json:"paused,omitempty"` // schedule_paused
-	At       time.Time `json:"at"`
-	Pos      EventPos  `json:"-"`
+	TaskSeq uint64 `json:"-"`
+	// FanOut and Instance say which fan-out's instance a task event is
+	// about (its node's name, its index); FanOut is "" for any other event.
+	FanOut   string `json:"-"`
+	Instance int    `json:"-"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Status   string `json:"status,omitempty"` // the task's (task events) or run's (run events) status it implies
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Paused   *bool  `json:"paused,omitempty"` // schedule_paused
+	// Instances and Counts are an instance_counts event's (GET /events'
+	// ?instances=counts makes them, not the engine): the fan-out's
+	// instances, and how many are in each status.
+	Instances int            `json:"instances,omitempty"`
+	Counts    map[string]int `json:"counts,omitempty"`
+	At        time.Time      `json:"at"`
+	Pos       EventPos       `json:"-"`
 }
 
 // EventPos is a position in the log: an entry's index and a record's
@@ -224,6 +233,9 @@ func taskEvent(st *replay.State, ref replay.TaskRef, k replay.Kind, attempt int,
 	ev := Event{Type: k.String(), Run: ref.Run, Attempt: attempt, Status: status, At: ts(at)}
 	if t, err := st.Task(ref); err == nil {
 		ev.Workflow, ev.Task, ev.TaskSeq = t.Run.Workflow, t.Key(), t.Seq
+		if t.Parent >= 0 {
+			ev.FanOut, ev.Instance = t.Name, t.Instance
+		}
 	}
 	return ev
 }

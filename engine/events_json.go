@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 )
 
@@ -31,8 +32,34 @@ func AppendEventJSON(b []byte, ev *Event) []byte {
 	if ev.Paused != nil {
 		b = strconv.AppendBool(append(b, `,"paused":`...), *ev.Paused)
 	}
+	if ev.Instances != 0 {
+		b = strconv.AppendInt(append(b, `,"instances":`...), int64(ev.Instances), 10)
+	}
+	if len(ev.Counts) > 0 {
+		b = appendObject(append(b, `,"counts":`...), ev.Counts, appendCount)
+	}
 	return append(appendTime(b, `,"at":`, &ev.At), '}')
 }
+
+// appendObject appends m as json.Marshal writes a map: its keys sorted,
+// each value written by val.
+func appendObject[V any](b []byte, m map[string]V, val func([]byte, V) []byte) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = val(append(appendJSONString(b, k), ':'), m[k])
+	}
+	return append(b, '}')
+}
+
+func appendCount(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) }
 
 // appendJSONField appends key and s, unless s is empty (omitempty).
 func appendJSONField(b []byte, key, s string) []byte {

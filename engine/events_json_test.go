@@ -20,6 +20,8 @@ func TestAppendEventJSON(t *testing.T) {
 		{ID: "1.1", Type: "task_finished", ExitCode: &neg, Error: "exit <1> & \"quoted\" \\ tab\t nl\n ünïcödé \u2028 \x01 \xff", At: at},
 		{ID: "2", Type: "schedule_paused", Workflow: "w", Paused: &yes, At: at.In(time.FixedZone("x", 3600))},
 		{Type: "schedule_paused", Paused: &no, At: time.Unix(0, 0)},
+		{ID: "3.4", Type: "instance_counts", Run: "r", Task: "each", Instances: 9, Counts: map[string]int{"success": 4, "pending": 3, "a\"b": 2}, At: at},
+		{ID: "3.5", Type: "instance_counts", Instances: 1, Counts: map[string]int{}, At: at},
 		{Type: "workflow_put", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Type: "workflow_put", At: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}

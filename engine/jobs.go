@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/orkwal/orkwal/executors"
@@ -68,20 +67,7 @@ func (in *taskInput) encode() []byte {
 
 // appendRawMap appends {"key": raw, ...} with the keys sorted.
 func appendRawMap(b []byte, m map[string]json.RawMessage) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		key, _ := json.Marshal(k)
-		b = append(append(append(b, key...), ':'), m[k]...)
-	}
-	return append(b, '}')
+	return appendObject(b, m, func(b []byte, raw json.RawMessage) []byte { return append(b, raw...) })
 }
 
 // prepare builds the executor job for a task just dispatched (under the lock).

@@ -125,7 +125,7 @@ function live(query, onEvent, onReset, reloadOnOpen) {
     es.onmessage = (m) => {
       let ev;
       try { ev = JSON.parse(m.data); } catch (e) { return; }
-      seen.push(ev.id);
+      if (ev.id) seen.push(ev.id); // counts after a run event have none
       if (seen.length > 10000) seen.splice(0, 5000);
       onEvent(ev);
     };
@@ -430,7 +430,9 @@ function runRow(r) {
 
 const pageRun = catching(async (id) => {
   const q = new URLSearchParams(location.search);
-  const st = { run: null, sel: q.get('task') || '', fanout: '', wf: null, wfGone: false, log: null };
+  // counts: each fan-out's instances by status, from the stream's
+  // instance_counts events since the run was last fetched (seq orders them).
+  const st = { run: null, sel: q.get('task') || '', fanout: '', wf: null, wfGone: false, log: null, counts: {}, seq: 0 };
   const head = h('div'), facts = h('div'), dag = h('div', { class: 'dag', id: 'dag' }), gantt = h('div', { class: 'gantt', id: 'gantt' });
   const inst = h('div', { id: 'instances' }), panel = h('div', { id: 'task-panel' }), msg = h('div', { id: 'msg' });
   $('#main').replaceChildren(head, msg, h('div', { class: 'grid' },
@@ -443,12 +445,13 @@ const pageRun = catching(async (id) => {
     setQuery({ task: key });
     draw();
   };
+  const drawGraph = () => dag.replaceChildren(drawDAG(runNodes(st.run, st.counts), st.sel, pick));
   const draw = () => {
     const r = st.run;
     head.replaceChildren(h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
       h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
     facts.replaceChildren(runFacts(r, st.wfGone), runActions(r, msg, load));
-    dag.replaceChildren(drawDAG(runNodes(r), st.sel, pick));
+    drawGraph();
     inst.replaceChildren(st.fanout ? instanceList(r, st.fanout, st.sel, pick) : '');
     gantt.replaceChildren(drawGantt(r, pick));
     drawPanel(st, panel);
@@ -458,7 +461,9 @@ const pageRun = catching(async (id) => {
     if (t && !st.fanout && isFanout(st.run, t)) st.fanout = st.sel;
   };
   const load = catching(async () => {
+    const seq = st.seq;
     st.run = (await api('/runs/' + id)).body;
+    for (const [k, c] of Object.entries(st.counts)) if (c.seq <= seq) delete st.counts[k]; // the run is newer
     openSelected();
     // The version it ran (its tasks' declared inputs), fetched once.
     if (!st.wf && !st.wfGone) {
@@ -475,8 +480,20 @@ const pageRun = catching(async (id) => {
   // Without the run in the page, it is fetched now; with it, once the
   // stream is open (what changed in between is then read).
   if (!st.run) { await load(); drawn(); }
-  // A big fan-out refreshes at most once a second, a small run at once.
-  live('?latest=1&run=' + id, debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100)), load, !!initial);
+  // The stream sends a fan-out's instances as its counts by status
+  // (?instances=counts): they redraw its node, with no fetch. Anything
+  // else fetches the run again: at once for a small run, at most once a
+  // second for a big one; so do counts while their fan-out is open to its
+  // instances (the list shows each), and every 5 s otherwise (the timeline).
+  const soon = debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100));
+  const later = debounce(load, 5000);
+  const onEvent = (ev) => {
+    if (ev.type !== 'instance_counts') { soon(); return; }
+    st.counts[ev.task] = { counts: ev.counts || {}, seq: ++st.seq };
+    if (st.run) drawGraph();
+    (st.fanout === ev.task ? soon : later)();
+  };
+  live('?latest=1&instances=counts&run=' + id, onEvent, load, !!initial);
 });
 
 function isFanout(run, t) { return t.instance == null && (t.instances > 0 || run.tasks.some((x) => x.task === t.name && x.instance != null)); }
@@ -517,8 +534,9 @@ function runActions(r, msg, reload) {
 }
 
 // runNodes makes the DAG's nodes: one per task of the workflow, a fan-out
-// as one node counting its instances by status.
-function runNodes(r) {
+// as one node counting its instances by status (live: counts the stream
+// sent since the run was fetched, by fan-out).
+function runNodes(r, live) {
   const byTask = new Map();
   for (const t of r.tasks) {
     if (t.instance == null) continue;
@@ -526,6 +544,7 @@ function runNodes(r) {
     c[t.status] = (c[t.status] || 0) + 1;
     byTask.set(t.task, c);
   }
+  for (const [k, c] of Object.entries(live || {})) byTask.set(k, c.counts);
   return r.tasks.filter((t) => t.instance == null).map((t) => {
     const counts = byTask.get(t.name);
     const lines = [`${ICON[t.status] || '•'} ${t.status}` + (t.attempt > 1 ? ` · attempt ${t.attempt}` : '')];
