@@ -23,9 +23,10 @@ import (
 // BenchmarkEventFollowers: what 20 open pages following /events cost the
 // engine. On one durable engine over loopback, each iteration runs a
 // 5,000-instance noop fan-out in pairs: with no stream open and with 20
-// streams open, for each of three kinds of stream (every event: a page
-// on that very run taking all; ?tasks=0: the workflows and runs pages;
-// ?latest=1: what a run page asks for), the pair's order alternating from
+// streams open, for each of four kinds of stream (every event: an API
+// client taking all; ?tasks=0: the workflows and runs pages;
+// ?latest=1&instances=counts: what a run page asks for; ?latest=1: what
+// it asked for before, as context), the pair's order alternating from
 // one iteration to the next. The 20 streams are read by another process
 // (this test binary again, see TestMain), as a browser would, reading and
 // discarding what it is sent: its CPU is not the daemon's, and is
@@ -50,7 +51,8 @@ func BenchmarkEventFollowers(b *testing.B) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
 		b.Fatalf("put workflow: %v %v", resp, err)
 	}
-	kinds := []struct{ name, query string }{{"", ""}, {"-run-events", "?tasks=0"}, {"-latest", "?latest=1"}}
+	kinds := []struct{ name, query string }{{"", ""}, {"-run-events", "?tasks=0"}, {"-latest", "?latest=1"},
+		{"-counts", "?latest=1&instances=counts"}}
 	wall, cpu, extra := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	bytes, readerCPU := map[string]int64{}, map[string]time.Duration{}
 	var tasksNone, tasksWith float64
