@@ -28,10 +28,14 @@ func aheadOfA(t *testing.T, e *Engine, next func() executors.Job) (string, execu
 	a := next()
 	settle(t, e)
 	b := taskView(e, id, "b")
-	if a.TaskName != "a" || b.Status != "dispatched" || len(b.WaitingOn) != 1 ||
+	if a.TaskName != "a" || b.Status != "dispatched" || len(b.WaitingOn) != 1 || !b.Ahead ||
 		!strings.HasPrefix(b.WaitingOn[0], "dispatched ahead: waiting for an executor slot (1 of 1 in use)") {
-		t.Fatalf("started %s; b is %s %q: want a started, b dispatched ahead", a.TaskName, b.Status, b.WaitingOn)
+		t.Fatalf("started %s; b is %s %q (ahead %v): want a started, b dispatched ahead", a.TaskName, b.Status, b.WaitingOn, b.Ahead)
 	}
+	if va := taskView(e, id, "a"); va.Ahead {
+		t.Fatalf("a, which holds the slot, says it is dispatched ahead")
+	}
+	compareRunJSON(t, e, id) // b's "ahead": true, as json.Marshal writes it
 	if st := e.Stats(); st.TasksInFlight != 2 || st.SlotsInUse != 1 || st.TasksAhead != 1 {
 		t.Fatalf("stats: %d in flight, %d slots in use, %d ahead; want 2, 1, 1", st.TasksInFlight, st.SlotsInUse, st.TasksAhead)
 	}

@@ -115,6 +115,9 @@ func appendTaskJSON(dst []byte, v *TaskView, t *replay.Task) ([]byte, error) {
 	if v.Paused {
 		dst = append(dst, `,"paused":true`...)
 	}
+	if v.Ahead {
+		dst = append(dst, `,"ahead":true`...)
+	}
 	dst = appendInt(dst, `,"pid":`, v.PID)
 	if v.ExitCode != nil {
 		dst = strconv.AppendInt(append(dst, `,"exit_code":`...), int64(*v.ExitCode), 10)

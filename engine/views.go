@@ -90,6 +90,7 @@ type TaskView struct {
 	WaitingOn     []string        `json:"waiting_on,omitempty"` // why a pending task is not running (seed 004's waiting causes)
 	Interruptions int             `json:"interruptions,omitempty"`
 	Paused        bool            `json:"paused,omitempty"` // not dispatched until resumed (orkwal pause RUN TASK)
+	Ahead         bool            `json:"ahead,omitempty"`  // dispatched ahead: its attempt waits for an executor slot (slots.go)
 	PID           int             `json:"pid,omitempty"`
 	ExitCode      *int            `json:"exit_code,omitempty"`
 	Error         string          `json:"error,omitempty"`
@@ -198,11 +199,12 @@ type taskScratch struct {
 // into sc, valid until sc's next use.
 func (e *Engine) fillTask(v *TaskView, t *replay.Task, g *gate, sc *taskScratch) {
 	spec := t.Spec()
+	waiting := e.waitingOn(t, g) // for a dispatched task, only while it waits for a slot (waitingAhead)
 	*v = TaskView{Task: t.Name, Status: string(t.Status), Attempt: t.Attempt,
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
 		Error: t.Error, DispatchedAt: sc.at(&sc.dispatched, t.DispatchedAt), StartedAt: sc.at(&sc.started, t.StartedAt),
-		FinishedAt: sc.at(&sc.finished, t.FinishedAt), NotBefore: sc.at(&sc.notBefore, t.NotBefore), WaitingOn: e.waitingOn(t, g),
-		Paused: t.Paused}
+		FinishedAt: sc.at(&sc.finished, t.FinishedAt), NotBefore: sc.at(&sc.notBefore, t.NotBefore), WaitingOn: waiting,
+		Paused: t.Paused, Ahead: t.Status == replay.Dispatched && waiting != nil}
 	sc.attempts = appendAttempts(sc.attempts[:0], t.Attempts)
 	if len(sc.attempts) > 0 {
 		v.AttemptHistory = sc.attempts

@@ -594,7 +594,7 @@ func (s *scenario) busy(e *engine.Engine, fx *fakeExec) string {
 		for _, t := range r.Tasks {
 			switch {
 			case t.Instances > 0: // a fan-out node: its instances are the attempts
-			case t.Status == "dispatched" && len(t.WaitingOn) == 1 && strings.HasPrefix(t.WaitingOn[0], "dispatched ahead"):
+			case t.Status == "dispatched" && t.Ahead:
 				// durable, waiting for a slot: launched when one frees
 			case t.Status == "dispatched" || t.Status == "running":
 				launched, stopped := fx.launched(t.ID, t.Attempt)
