@@ -460,13 +460,21 @@ func TestRunEventsInTheDaemonLog(t *testing.T) {
 // TestAlertTimersSleepWhileTheWALIsFailed: with the WAL failed, alert
 // timers are not handled, so a due one must not wake the loop (it would
 // spin); once the WAL has recovered, the pending delivery is sent.
+//
+// The recovery waits longer than the clock moves before the check: with
+// the default backoff (1 s) the minute that makes the alert's next try due
+// made the recovery due too, and the loop could recover (nothing to write)
+// before the check took the lock, which then saw a live WAL and the due
+// alert (failed once under heavy load). The check now asserts that the WAL
+// is still failed.
 func TestAlertTimersSleepWhileTheWALIsFailed(t *testing.T) {
 	dir, clock := t.TempDir(), &fakeClock{}
 	start := clock.Now()
 	rcv := newReceiver(t, func() bool { return clock.Now().Sub(start) < 10*time.Second })
 	disk := newDiskFull()
 	m := newManual(t, dir)
-	e := openAlerting(t, dir, clock, m, func(c *Config) { c.WALFault = disk.fault })
+	const recoveryBackoff = time.Hour
+	e := openAlerting(t, dir, clock, m, func(c *Config) { c.WALFault, c.RecoveryBackoff = disk.fault, recoveryBackoff })
 	defer e.Close()
 	put(t, e, hookSpec("w", rcv.srv.URL, workflow.EventFailure))
 	id := trigger(t, e, "w")
@@ -479,15 +487,19 @@ func TestAlertTimersSleepWhileTheWALIsFailed(t *testing.T) {
 	if _, err := e.Trigger("w", nil, "test"); err == nil {
 		t.Fatal("a trigger on a full disk succeeded")
 	}
-	clock.Advance(time.Minute) // the next try is due, the WAL is failed
+	clock.Advance(time.Minute) // the next try is due, the WAL is failed (its recovery is not due)
 	e.mu.Lock()
 	wake := e.nextWake(0)
+	failed, recoveries := e.poison.Load() != nil, e.metrics.diskRecoveries
 	e.mu.Unlock()
+	if !failed || recoveries != 0 {
+		t.Fatalf("the WAL is not failed at the check (failed %v, %d recoveries): the check would prove nothing", failed, recoveries)
+	}
 	if wake != 0 && wake <= clock.Now().UnixNano() {
 		t.Fatalf("a due alert timer wakes the loop (at %v) while the WAL is failed", time.Unix(0, wake))
 	}
 	disk.full.Store(false)
-	retryRecovery(e)
+	clock.Advance(recoveryBackoff) // the recovery is due
 	waitFor(t, e, "delivered after the recovery", func() bool {
 		return runAlerts(e, id)[0].Deliveries[0].Status == "delivered"
 	})
