@@ -225,15 +225,17 @@ func retainedRuns(t *testing.T, dir string, n int, each func(id string)) (*Engin
 	return e, ids
 }
 
-// leaveScratch leaves in work/ the output file of an attempt of a run, as
-// a crash between the attempt's end and the removal of its scratch does
-// (attempt 9: not one the run's own removals reach meanwhile).
+// leaveScratch leaves in work/ a scratch file of an attempt of a run (a
+// python attempt's runner spec), as a crash between the attempt's end and
+// the removal of its scratch does (attempt 9: not one the run's own
+// removals reach meanwhile; not its output, which boot removes whatever
+// its run: see TestBootRemovesAttemptOutputs).
 func leaveScratch(dir string) func(id string) {
 	return func(id string) { os.WriteFile(leftScratch(dir, id), []byte("{}"), 0o600) }
 }
 
 func leftScratch(dir, id string) string {
-	return Layout(dir).Scratch(id, "a", 9) + ".output.json"
+	return Layout(dir).Scratch(id, "a", 9) + ".python.json"
 }
 
 func TestRetentionPrunesRunsAndTheirLogs(t *testing.T) {

@@ -155,3 +155,38 @@ func TestBootRemovesKeptInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestBootRemovesAttemptOutputs: every attempt's output file in work/ (a
+// run the state holds included) goes at boot, before any start, since a
+// start no longer looks at its output path: one a previous life left
+// (an attempt a crash or a cut log left behind) is nobody's. A task's
+// other files there stay until their run goes.
+func TestBootRemovesAttemptOutputs(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 4)
+	put(t, e, flat("w", 1))
+	id := trigger(t, e, "w")
+	m.next()
+	e.Close()
+	work := filepath.Join(dir, "work")
+	// Attempts 7 and 8 are none the log knows (a cut log left them).
+	gone := []string{id + ".a.7.output.json", id + ".a.8.output.json"}
+	kept := []string{id + ".a.1.output.json.bak", "notes.output.json"}
+	for _, name := range append(gone[:1:1], kept...) {
+		writeFile(t, filepath.Join(work, name), "1")
+	}
+	writeFile(t, filepath.Join(work, gone[1], "sub"), "1") // a folder a task made at ORKWAL_OUTPUT
+	e = openEngine(t, dir, newManual(t, dir), 4)
+	defer e.Close()
+	for _, name := range gone {
+		if _, err := os.Lstat(filepath.Join(work, name)); !os.IsNotExist(err) {
+			t.Errorf("%s after boot: %v, want it removed", name, err)
+		}
+	}
+	for _, name := range kept {
+		if _, err := os.Lstat(filepath.Join(work, name)); err != nil {
+			t.Errorf("%s after boot: %v, want it kept", name, err)
+		}
+	}
+}

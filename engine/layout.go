@@ -85,28 +85,38 @@ func scratchRun(name string) (string, bool) {
 // removeRunScratch removes what work/ holds of the given runs: their
 // folders (data folders written before Scratch was flat) and their scratch
 // files (an attempt's are removed when it ends; those of an attempt whose
-// end a crash cut short stay until its run goes), and, with inputs (at
-// boot, before any start), the input files named after their content that
-// a previous life of the daemon kept (see executors.IsInputFile). One
-// listing of work/, which holds only the files of attempts in flight, the
-// shared inputs and such leftovers.
-func (l Layout) removeRunScratch(gone func(run string) bool, inputs bool) (removed int, err error) {
+// end a crash cut short stay until its run goes), and, with boot (before
+// any start), the input files that a previous life of the daemon kept
+// (see executors.IsInputFile) and every attempt's output file (see
+// executors.IsAttemptOutput: no attempt runs yet, so each is stale, and a
+// start need not look at its own). One listing of work/, which holds only
+// the files of attempts in flight, the shared inputs and such leftovers.
+// removed counts the names of gone runs.
+func (l Layout) removeRunScratch(gone func(run string) bool, boot bool) (removed int, err error) {
 	des, err := os.ReadDir(l.work())
 	if err != nil {
 		return 0, nil // none yet
 	}
-	for _, de := range des {
-		if inputs && executors.IsInputFile(de.Name()) {
-			if rerr := os.Remove(filepath.Join(l.work(), de.Name())); rerr != nil && err == nil {
-				err = rerr
-			}
-			continue
+	remove := func(name string, all bool) {
+		rm := os.Remove
+		if all {
+			rm = os.RemoveAll // a folder, or one a task made at ORKWAL_OUTPUT
 		}
-		if run, ok := scratchRun(de.Name()); ok && gone(run) {
-			if rerr := os.RemoveAll(filepath.Join(l.work(), de.Name())); rerr != nil && err == nil {
-				err = rerr
-			}
+		if rerr := rm(filepath.Join(l.work(), name)); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	for _, de := range des {
+		name := de.Name()
+		run, ok := scratchRun(name)
+		switch {
+		case boot && executors.IsInputFile(name):
+			remove(name, false)
+		case ok && gone(run):
+			remove(name, true)
 			removed++
+		case ok && boot && executors.IsAttemptOutput(name):
+			remove(name, true)
 		}
 	}
 	return removed, err

@@ -305,7 +305,6 @@ func TestProcessInputOutput(t *testing.T) {
 		script     string
 		input      string
 		maxBytes   int64
-		staleOut   bool // an output file is left at the scratch path beforehand
 		wantOK     bool
 		wantErr    string
 		wantOutput string
@@ -318,7 +317,6 @@ func TestProcessInputOutput(t *testing.T) {
 		{name: "invalid JSON", script: `printf 'not json' > "$ORKWAL_OUTPUT"`, wantErr: "output is not valid JSON"},
 		{name: "empty output file", script: `: > "$ORKWAL_OUTPUT"`, wantErr: "output is not valid JSON"},
 		{name: "no output file", script: "true", wantOK: true},
-		{name: "stale output removed", script: "true", staleOut: true, wantOK: true},
 		{name: "a named pipe", script: `mkfifo "$ORKWAL_OUTPUT"`, wantErr: "output: not a regular file"},
 		{name: "a device", script: `ln -s /dev/zero "$ORKWAL_OUTPUT"`, maxBytes: 1 << 20, wantErr: "output: not a regular file"},
 		{name: "a folder", script: `mkdir "$ORKWAL_OUTPUT"`, wantErr: "output: not a regular file"},
@@ -331,14 +329,6 @@ func TestProcessInputOutput(t *testing.T) {
 			job := newTestJob(t, "sh", "-c", tt.script)
 			job.Input = []byte(tt.input)
 			job.MaxOutputBytes = tt.maxBytes
-			if tt.staleOut {
-				if err := os.MkdirAll(filepath.Dir(job.Scratch), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(job.Scratch+".output.json", []byte("garbage"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			fin := runJob(t, job)
 			if fin.OK != tt.wantOK || fin.Err != tt.wantErr || string(fin.Output) != tt.wantOutput {
 				t.Errorf("Finished = {OK:%v Err:%q Output:%q}, want {OK:%v Err:%q Output:%q}",

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +19,7 @@ import (
 // 320 µs an attempt, contended, of 560; the spawn took 160). So what an
 // attempt does not need is not made: no attempt gets an input file of its
 // own (every input is shared: see inputs.go), and a start looks only
-// (without the lock) for its input, the folder and a stale output.
+// (without the lock) at its input.
 
 // scratchPrefix is job.Scratch made absolute (the task may run in another
 // folder).
@@ -36,11 +37,15 @@ func scratchPrefix(job Job) (string, error) {
 // prepareScratch makes the attempt's input available: the file named
 // after the input's content (see inputs.go), written if need be (which
 // creates the scratch folder if it is missing). The input is the
-// attempt's until it releases it (attemptFiles.release). Any stale
-// output file is removed: none is expected (the attempt's files are
-// removed when it ends or is interrupted, and a start whose dispatch was
-// lost never ran), but a removal that failed must not hand an old output
-// to this attempt.
+// attempt's until it releases it (attemptFiles.release).
+//
+// The attempt's output path is not looked at (a stat a start, on the path
+// from one task's end to the next one's spawn): nothing can be there. No
+// process ran under it in this life of the daemon (an attempt number is
+// dispatched again only when its dispatch was not made durable, so it
+// never spawned, and what it prepared was removed), and boot removes
+// every output file a previous life left (see IsAttemptOutput) before any
+// start.
 func prepareScratch(job Job) (attemptFiles, error) {
 	prefix, err := scratchPrefix(job)
 	if err != nil {
@@ -56,28 +61,19 @@ func prepareScratch(job Job) (attemptFiles, error) {
 		return attemptFiles{}, fmt.Errorf("write input: %w", err)
 	}
 	files.input = files.shared.path
-	if err := removeStale(files.output); err != nil {
-		files.release()
-		return attemptFiles{}, fmt.Errorf("remove stale output: %w", err)
-	}
 	return files, nil
 }
 
 // emptyDocument is the input of a job without one.
 var emptyDocument = []byte("{}")
 
-// removeStale removes path if something is there; the look first takes no
-// lock, and nothing is there in the usual case.
-func removeStale(path string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err == unix.ENOENT {
-		return nil
-	}
-	if err := unix.Unlink(path); err != nil && err != unix.ENOENT {
-		return &os.PathError{Op: "unlink", Path: path, Err: err}
-	}
-	return nil
-}
+// IsAttemptOutput tells whether name (in a scratch folder) is an
+// attempt's output file (ORKWAL_OUTPUT, Job.Scratch + ".output.json"):
+// at boot, before any start, every one is stale (an attempt's output is
+// read and removed as it ends; that of an attempt a crash or a cut log
+// left behind is nobody's), and the engine removes them, so that a start
+// need not look at its output path (see prepareScratch).
+func IsAttemptOutput(name string) bool { return strings.HasSuffix(name, outputSuffix) }
 
 // writeScratch writes a scratch file, creating its folder (the run's) when
 // it is missing: the first start of a run creates it, the others find it.

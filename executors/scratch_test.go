@@ -153,3 +153,41 @@ func TestProcessReportsBeforeCleaning(t *testing.T) {
 		t.Fatalf("output file once cleaned: %v, want it removed", err)
 	}
 }
+
+// A start does not look at its output path (no process ran under it
+// before; boot removes what a previous life left there: see
+// IsAttemptOutput): what is there stays through Prepare and Abort's
+// removal is the only one.
+func TestPrepareLeavesTheOutputPathAlone(t *testing.T) {
+	job := newTestJob(t, "true")
+	out := job.Scratch + outputSuffix
+	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prep, err := newTestProcess(ProcessConfig{}).Prepare(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(out); err != nil {
+		t.Errorf("output path after Prepare: %v, want it untouched", err)
+	}
+	prep.Abort()
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Errorf("output path after Abort: %v, want it removed", err)
+	}
+}
+
+func TestIsAttemptOutput(t *testing.T) {
+	for name, want := range map[string]bool{
+		"0b0c2a3e-8f5e-4a8e-9d67-6b6a9f3c1d22.a.1.output.json":     true,
+		"0b0c2a3e-8f5e-4a8e-9d67-6b6a9f3c1d22.a.1.output.json.bak": false,
+		"0b0c2a3e-8f5e-4a8e-9d67-6b6a9f3c1d22.a.1.python.json":     false,
+	} {
+		if got := IsAttemptOutput(name); got != want {
+			t.Errorf("IsAttemptOutput(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
