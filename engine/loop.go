@@ -277,20 +277,28 @@ func (e *Engine) decideCommand(c *command, now int64, out *turnOutput) {
 	out.replies = append(out.replies, pendingReply{c, result{value, err}})
 }
 
-// stopRun asks every attempt of a run being cancelled to stop: those
-// waiting for a slot leave the queue first, all at once (see
-// withdrawEvery).
+// stopRun asks every attempt of a run being cancelled to stop, once the
+// frame is durable (see stopEvery).
 func (e *Engine) stopRun(runID string, out *turnOutput) {
 	cancelling := func(a *attempt) bool { return a.ref.Run == runID && !a.cancelled }
-	gone := e.withdrawEvery(cancelling)
+	out.stops = append(out.stops, e.stopEvery(cancelling, func(a *attempt) { a.cancelled = true })...)
+}
+
+// stopEvery marks (mark) every attempt in flight that match accepts and
+// returns those of them that hold a slot, for the caller to stop: those
+// waiting for one leave the queue first, all at once (see withdrawEvery),
+// and never spawn. A cancel and a shutdown both stop attempts so.
+func (e *Engine) stopEvery(match func(*attempt) bool, mark func(*attempt)) (running []*attempt) {
+	gone := e.withdrawEvery(match)
 	for _, a := range e.attempts {
-		if cancelling(a) {
-			a.cancelled = true
+		if match(a) {
+			mark(a)
 			if !gone[a] {
-				out.stops = append(out.stops, a)
+				running = append(running, a)
 			}
 		}
 	}
+	return running
 }
 
 // refuseWork says why no new work is accepted, if it is not.
@@ -712,30 +720,44 @@ func (e *Engine) effects(out *turnOutput) {
 // for meanwhile (cancel, timeout, shutdown) is delivered once the handle
 // exists (see execHandle).
 func (e *Engine) launch(s *start, c *commit) {
-	var prep executors.Prepared // nil, or ready to Start or Abort
-	err := s.err
-	if err == nil && s.ex == nil {
-		err = errors.New("no executor for this task's kind")
-	}
-	if err == nil && !c.failed() {
-		prep, err = executors.Prepare(s.ex, s.job)
-	}
+	prep, err := prepareStart(s, c.failed)
 	durable := c.wait()
 	if !durable && prep != nil {
 		prep.Abort()
 	}
 	c.waiting.Done()
-	if !durable {
-		return
+	if durable {
+		e.startPrepared(s, prep, err)
 	}
-	switch slot := e.slots.ready(s.att, prep); {
-	case slot == slotLeft: // stopped while it waited for a slot
+}
+
+// prepareStart prepares s's work, unless s could not be made a job or
+// its frame's append failed already: prep is nil exactly when err is not
+// (or when the append failed).
+func prepareStart(s *start, failed func() bool) (prep executors.Prepared, err error) {
+	err = s.err
+	if err == nil && s.ex == nil {
+		err = errors.New("no executor for this task's kind")
+	}
+	if err == nil && !failed() {
+		prep, err = executors.Prepare(s.ex, s.job)
+	}
+	return prep, err
+}
+
+// startPrepared spawns s's prepared work if it holds a slot, leaves it in
+// the queue for one, or reports why it ends unspawned. Its dispatch is
+// durable.
+func (e *Engine) startPrepared(s *start, prep executors.Prepared, err error) {
+	switch e.slots.ready(s.att, prep) {
+	case readyGone: // stopped while it waited for a slot
 		e.neverSpawned(s.att, prep)
-	case err != nil:
+	case readyFailed:
 		e.reportStartFailure(s.job, err)
-	case slot == slotHeld:
+	case readySpawn:
 		e.spawn(s.att, prep)
-	} // else it waits for a slot: whoever frees one spawns it
+	case readyQueued: // whoever frees a slot spawns it
+	}
 }
 
 // spawn starts a's prepared work: a holds its slot and its dispatch is
@@ -896,15 +918,8 @@ func (e *Engine) startedNow() {
 // beginShutdown stops dispatching and asks every attempt to stop.
 func (e *Engine) beginShutdown() {
 	e.stopping = true
-	gone := e.withdrawEvery(func(*attempt) bool { return true }) // first, at once: see withdrawEvery
-	var running []*attempt
-	for _, a := range e.attempts {
-		a.stopped = true
-		if !gone[a] {
-			running = append(running, a)
-		}
-	}
-	for _, a := range running {
+	every := func(*attempt) bool { return true }
+	for _, a := range e.stopEvery(every, func(a *attempt) { a.stopped = true }) {
 		a.exec.Stop(e.cfg.KillGrace, a.stopReason())
 	}
 }

@@ -122,25 +122,40 @@ func (s *slots) grant(a *attempt, now int64) {
 	s.held++
 }
 
-// ready is called by the launcher once a's dispatch is durable and its
-// work prepared (prep, nil if preparing failed). It returns slotHeld if a
-// holds its slot (the caller spawns it), slotWaiting if it waits (prep is
-// kept: whoever frees a slot spawns it), slotLeft if it was stopped while
-// it waited (the caller aborts prep and reports its end). An attempt that
-// could not be prepared leaves the queue (it ends without running).
-func (s *slots) ready(a *attempt, prep executors.Prepared) slotState {
+// readiness is what ready found for an attempt whose dispatch is durable
+// and whose preparation is over.
+type readiness uint8
+
+const (
+	readySpawn  readiness = iota // it holds a slot: the caller spawns it
+	readyQueued                  // it waits for a slot with its work: whoever frees one spawns it
+	readyGone                    // it was withdrawn while it waited: the caller aborts prep and reports its end
+	readyFailed                  // it could not be prepared: it holds no place in the queue; the caller reports the failure
+)
+
+// ready is called once a's dispatch is durable and its work prepared
+// (prep, nil if preparing failed), by the launcher. An attempt that
+// could not be prepared leaves the queue if it waited there (it ends
+// without running); one that holds a slot keeps it until its end is
+// recorded.
+func (s *slots) ready(a *attempt, prep executors.Prepared) readiness {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := a.slot
-	if t.state == slotWaiting {
-		if prep == nil {
+	switch {
+	case t.state == slotLeft:
+		return readyGone
+	case prep == nil:
+		if t.state == slotWaiting {
 			s.unqueue(a)
 			t.state = slotLeft
-			return slotWaiting
 		}
-		t.prep = prep
+		return readyFailed
+	case t.state == slotHeld:
+		return readySpawn
 	}
-	return t.state
+	t.prep = prep
+	return readyQueued
 }
 
 // leave gives back a's slot, or takes it out of the queue, once: a ended.
