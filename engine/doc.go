@@ -14,7 +14,10 @@
 //     goroutines prepare the attempts' files meanwhile (see
 //     executors.Preparer) and then wait for step 5's outcome; append every
 //     record of the turn as one WAL frame: one write, one fsync, still
-//     under the write lock, so readers never see state that is not durable;
+//     under the write lock, so readers never see state that is not durable.
+//     A turn's one process start with no event waiting (a chain's next
+//     step) is prepared so too, and spawned by the loop itself in step 5,
+//     after the answers (see Engine.loneStart);
 //  5. tell the waiting starts that the frame is durable (they spawn) or
 //     failed (they remove what they prepared, and the turn waits until
 //     they have, so that a later dispatch of the same attempt cannot have

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -58,7 +61,9 @@ func (j *preparedJob) Abort() { j.p.aborted <- j.job }
 
 // TestPrepareOverlapsTheDispatchFsync: an executor that is a Preparer is
 // asked to prepare a job while the frame that dispatches it is being
-// fsynced, and to start it only once that fsync returned.
+// fsynced, and to start it only once that fsync returned: here two jobs
+// of one frame, which the launcher spawns (a lone start is spawned by the
+// loop: see TestLoneStartSpawnsOnTheLoop).
 func TestPrepareOverlapsTheDispatchFsync(t *testing.T) {
 	dir := t.TempDir()
 	p := newPreparing(t, dir)
@@ -79,16 +84,88 @@ func TestPrepareOverlapsTheDispatchFsync(t *testing.T) {
 		return nil
 	})
 	defer e.Close()
-	put(t, e, diamond("process"))
+	put(t, e, flat("two", 2))
 	hold.Store(true)
-	trigger(t, e, "diamond")
+	trigger(t, e, "two")
 	if !<-overlapped {
-		t.Fatal("the job was not prepared (or was started) while its dispatch frame was being fsynced")
+		t.Fatal("a job was not prepared (or was started) while its dispatch frame was being fsynced")
 	}
-	j := p.next()
-	if !synced.Load() || p.started.Load() != 1 || j.TaskName != "a" {
-		t.Fatalf("started %s (%d starts) before its dispatch frame's fsync returned", j.TaskName, p.started.Load())
+	js := p.nextSorted(2, byTaskName)
+	if !synced.Load() || p.started.Load() != 2 || js[0].TaskName != "a" || js[1].TaskName != "b" {
+		t.Fatalf("started %s and %s (%d starts) before their dispatch frame's fsync returned", js[0].TaskName, js[1].TaskName, p.started.Load())
 	}
+}
+
+// TestLoneStartSpawnsOnTheLoop: the one process start of a turn with
+// nothing else waiting (a chain's next step) is prepared by the launcher
+// while its frame is fsynced, and spawned by the loop itself, with no
+// goroutine to wake after the fsync, only once its dispatch is durable
+// (manual.Start asserts it); a turn's several starts are spawned by the
+// launcher.
+func TestLoneStartSpawnsOnTheLoop(t *testing.T) {
+	dir := t.TempDir()
+	w := &whereRun{preparing: newPreparing(t, dir), on: map[string]string{}}
+	e := openWithFault(t, dir, w, nil)
+	defer e.Close()
+	put(t, e, diamond("process"))
+	trigger(t, e, "diamond")
+	w.finish(w.next(), true) // a; then b and c in one turn
+	for _, j := range w.nextSorted(2, byTaskName) {
+		w.finish(j, true)
+	}
+	w.next() // d
+	want := map[string]string{
+		"prepare a": "launcher", "start a": "loop",
+		"prepare b": "launcher", "start b": "launcher",
+		"prepare c": "launcher", "start c": "launcher",
+		"prepare d": "launcher", "start d": "loop",
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for step, role := range want {
+		if w.on[step] != role {
+			t.Errorf("%s on the %s, want the %s", step, w.on[step], role)
+		}
+	}
+}
+
+// whereRun is a Preparer that notes which goroutine prepared and started
+// each job: the loop, the launcher, or another.
+type whereRun struct {
+	*preparing
+	mu sync.Mutex
+	on map[string]string // "prepare a", "start a": "loop", "launcher" or "other"
+}
+
+func (w *whereRun) note(step string) {
+	buf := make([]byte, 64<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	role := "other"
+	switch {
+	case strings.Contains(stack, "engine.(*Engine).loop("):
+		role = "loop"
+	case strings.Contains(stack, "engine.(*launcher).work("):
+		role = "launcher"
+	}
+	w.mu.Lock()
+	w.on[step] = role
+	w.mu.Unlock()
+}
+
+func (w *whereRun) Prepare(job executors.Job) (executors.Prepared, error) {
+	w.note("prepare " + job.TaskName)
+	j, err := w.preparing.Prepare(job)
+	return &noted{j.(*preparedJob), w}, err
+}
+
+type noted struct {
+	*preparedJob
+	w *whereRun
+}
+
+func (n *noted) Start(report func(executors.Event)) (executors.Handle, error) {
+	n.w.note("start " + n.job.TaskName)
+	return n.preparedJob.Start(report)
 }
 
 // TestPreparedJobAbortedWhenDispatchFails: when the frame that dispatches a

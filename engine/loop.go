@@ -55,6 +55,7 @@ type turnOutput struct {
 	recs     []replay.Record
 	replies  []pendingReply
 	starts   []*start
+	lone     *prepared  // the one start, spawned by the loop: see loneStart
 	stops    []*attempt // attempts to stop (deadline, cancel)
 	scratch  []string   // scratch files (prefixes) of finished attempts, removed after commit
 	release  []*attempt // held attempts whose task_started this frame carries (hold.go)
@@ -237,9 +238,16 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		e.startedFired = false // nothing waits now (what was due came with another event)
 	}
 	if len(out.recs) > 0 {
-		c := e.launchAfter(out.starts)
+		var c *commit
+		if out.lone = e.loneStart(out.starts); out.lone == nil {
+			c = e.launchAfter(out.starts)
+		}
 		durable := e.append(out)
 		c.close(durable)
+		if !durable && out.lone != nil {
+			out.lone.abort()
+			out.lone = nil
+		}
 		if c != nil && e.inbox.empty() {
 			// Nothing else waits for the loop (a chain's next step, say):
 			// the launcher parked on c runs now, on this processor, rather
@@ -665,6 +673,52 @@ func (e *Engine) append(out *turnOutput) bool {
 	return false
 }
 
+// prepared is a lone start (see loneStart): the launcher prepares its
+// work while its frame is fsynced; the loop waits for it (done) and
+// spawns it, or aborts it if the frame failed.
+type prepared struct {
+	s    *start
+	done chan struct{}      // closed once prep and err are set
+	prep executors.Prepared // nil exactly when err is not
+	err  error
+}
+
+// abort removes what was prepared, once it is (the frame failed).
+func (p *prepared) abort() {
+	<-p.done
+	if p.prep != nil {
+		p.prep.Abort()
+	}
+}
+
+// startLone spawns p's prepared work, once it is (the frame is durable).
+func (e *Engine) startLone(p *prepared) {
+	<-p.done
+	e.startPrepared(p.s, p.prep, p.err)
+}
+
+// loneStart hands the one start of a turn when nothing else waits for the
+// loop, if it is a process that holds its slot, to the launcher to prepare
+// while the frame is fsynced, and leaves its spawn to the loop, once the
+// frame is durable (see effects): a chain's next step is spawned with no
+// goroutine to wake after the fsync. It returns nil otherwise (the
+// launcher starts the turn's starts: see launchAfter).
+func (e *Engine) loneStart(starts []*start) *prepared {
+	if len(starts) != 1 || !e.inbox.empty() {
+		return nil
+	}
+	s := starts[0]
+	if !earlyRelease(s.att.spec) || e.slots.waiting(s.att) {
+		return nil
+	}
+	p := &prepared{s: s, done: make(chan struct{})}
+	e.launcher.submit(func() {
+		p.prep, p.err = prepareStart(s, func() bool { return false })
+		close(p.done)
+	})
+	return p
+}
+
 // launchAfter hands the turn's starts to the launcher before the turn's
 // frame is appended: each prepares its attempt's files while the frame is
 // being made durable (see executors.Preparer), then waits for the returned
@@ -703,6 +757,9 @@ func (e *Engine) effects(out *turnOutput) {
 	}
 	for _, a := range out.stops {
 		e.stopAttempt(a)
+	}
+	if out.lone != nil {
+		e.startLone(out.lone)
 	}
 	jobs := make([]func(), 0, len(out.scratch))
 	for _, prefix := range out.scratch {
@@ -761,8 +818,9 @@ func (e *Engine) startPrepared(s *start, prep executors.Prepared, err error) {
 }
 
 // spawn starts a's prepared work: a holds its slot and its dispatch is
-// durable. It runs on the launcher, or on the goroutine that reported the
-// end of the attempt whose slot a got (see reporter).
+// durable. It runs on the launcher, on the loop (a lone start: see
+// loneStart), or on the goroutine that reported the end of the attempt
+// whose slot a got (see reporter).
 func (e *Engine) spawn(a *attempt, prep executors.Prepared) {
 	h, err := prep.Start(e.reporter(a))
 	if err != nil {

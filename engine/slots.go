@@ -134,7 +134,8 @@ const (
 )
 
 // ready is called once a's dispatch is durable and its work prepared
-// (prep, nil if preparing failed), by the launcher. An attempt that
+// (prep, nil if preparing failed), by the launcher, or by the loop for a
+// lone start (see Engine.loneStart). An attempt that
 // could not be prepared leaves the queue if it waited there (it ends
 // without running); one that holds a slot keeps it until its end is
 // recorded.
