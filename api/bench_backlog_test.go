@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
-	"github.com/orkwal/orkwal/engine/benchtest"
+	"github.com/orkwal/orkwal/internal/benchtest"
 )
 
 // Issue 21, item 4: the daemon's cost must not grow with its backlog.

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/engine"
-	"github.com/orkwal/orkwal/engine/benchtest"
+	"github.com/orkwal/orkwal/internal/benchtest"
 )
 
 // BenchmarkEventFollowers: what 20 open pages following /events cost the

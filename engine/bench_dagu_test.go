@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orkwal/orkwal/engine/benchtest"
+	"github.com/orkwal/orkwal/internal/benchtest"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 

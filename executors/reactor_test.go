@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/orkwal/orkwal/internal/benchtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -134,7 +134,7 @@ func BenchmarkProcessWays(b *testing.B) {
 		p.noReactor = noReactor
 		slots := make(chan struct{}, conc)
 		done := make(chan Event, n)
-		cpu0, start := selfCPU(), time.Now()
+		cpu0, start := benchtest.SelfCPU(), time.Now()
 		for i := range n {
 			slots <- struct{}{}
 			job := Job{
@@ -158,7 +158,7 @@ func BenchmarkProcessWays(b *testing.B) {
 				b.Fatalf("Finished = %+v", ev)
 			}
 		}
-		return time.Since(start), selfCPU() - cpu0
+		return time.Since(start), benchtest.SelfCPU() - cpu0
 	}
 	var wall, cpu [2]time.Duration // [0] the reactor, [1] without
 	for i := range b.N {
@@ -174,14 +174,6 @@ func BenchmarkProcessWays(b *testing.B) {
 	b.ReportMetric(float64(cpu[1].Microseconds())/per, "without-cpu-µs/task")
 	b.ReportMetric(per/wall[0].Seconds(), "reactor-tasks/s")
 	b.ReportMetric(per/wall[1].Seconds(), "without-tasks/s")
-}
-
-// selfCPU is the test process's user and system CPU time, its children's
-// excluded.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // handDrivenReactor is a reactor with no loop goroutine: a test calls its

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -32,6 +31,8 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/wal"
+
+	"github.com/orkwal/orkwal/internal/benchtest"
 )
 
 // recordSize is the payload size of every benchmark record.
@@ -98,19 +99,13 @@ func reportLatencies(b *testing.B, prefix string, d []time.Duration) {
 		return
 	}
 	slices.Sort(d)
-	b.ReportMetric(us(percentile(d, 0.50)), prefix+"p50-µs")
-	b.ReportMetric(us(percentile(d, 0.99)), prefix+"p99-µs")
-	b.ReportMetric(us(percentile(d, 0.999)), prefix+"p999-µs")
+	b.ReportMetric(us(benchtest.Percentile(d, 0.50)), prefix+"p50-µs")
+	b.ReportMetric(us(benchtest.Percentile(d, 0.99)), prefix+"p99-µs")
+	b.ReportMetric(us(benchtest.Percentile(d, 0.999)), prefix+"p999-µs")
 	b.ReportMetric(us(d[len(d)-1]), prefix+"max-µs")
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// percentile is the nearest-rank percentile p (0..1] of sorted d.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
 
 func reportRate(b *testing.B, records int) {
 	b.Helper()
@@ -257,7 +252,7 @@ func benchAppend(b *testing.B, appenders, segmentSize int) {
 		free = append(free, d)
 	}
 	if len(free) > 0 {
-		b.ReportMetric(us(percentile(free, 0.999)), "p999-not-held-µs")
+		b.ReportMetric(us(benchtest.Percentile(free, 0.999)), "p999-not-held-µs")
 	}
 	b.ReportMetric(float64(len(heldAll)), "held-appends")
 	b.ReportMetric(float64(slices.Max(maxLed)), "max-led/append")

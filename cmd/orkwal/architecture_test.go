@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,8 +45,13 @@ func allowedImports(t *testing.T, path string) map[string][]string {
 	return table
 }
 
+// testOnly are the packages only tests may import (docs/architecture.md):
+// no package's own code, even one that may import any.
+var testOnly = []string{"internal/benchtest"}
+
 // TestImportsFollowTheTable fails on an import between orkwal packages that
-// docs/architecture.md does not allow, and on a package it does not list.
+// docs/architecture.md does not allow, on a package it does not list, and
+// on an import of a test-only package by a package's own code.
 func TestImportsFollowTheTable(t *testing.T) {
 	root := filepath.Join("..", "..")
 	table := allowedImports(t, filepath.Join(root, "docs", "architecture.md"))
@@ -68,6 +74,10 @@ func TestImportsFollowTheTable(t *testing.T) {
 		}
 		for _, imp := range fields[1:] {
 			dep, ok := strings.CutPrefix(imp, module+"/")
+			if ok && slices.Contains(testOnly, dep) {
+				t.Errorf("%s imports %s, which only tests may import", pkg, dep)
+				continue
+			}
 			if !ok || allows(may, dep) {
 				continue
 			}

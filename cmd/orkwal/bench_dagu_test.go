@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orkwal/orkwal/engine/benchtest"
+	"github.com/orkwal/orkwal/internal/benchtest"
 )
 
 // BenchmarkDagu: Dagu's published workloads on the release binary through
