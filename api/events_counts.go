@@ -56,6 +56,7 @@ type fanCounts struct {
 	eng    *engine.Engine
 	replay bool // a resumed stream's replay: count a run's fan-outs after its first event
 	nodes  map[fanKey]*fanCount
+	last   *fanCount       // the fan-out of the last instance event: the next is likely its
 	seen   map[string]bool // replay: the runs whose fan-outs were counted
 	ended  []string        // runs finished in this window: forgotten once it is taken
 	buf    []byte
@@ -68,16 +69,25 @@ func newFanCounts(eng *engine.Engine, replay bool) *fanCounts {
 
 // instance places the counts of ev's fan-out at ev (moving them there from
 // earlier in the window): an instance's event is sent as its fan-out's
-// counts.
+// counts. Events of one fan-out mostly come in a row: the placeholder
+// already last in the window only takes ev's id.
 func (st *eventWindow) instance(ev *engine.Event) {
 	fc := st.fans
-	k := fanKey{ev.Run, ev.FanOut}
-	n := fc.nodes[k]
-	if n == nil {
-		n = &fanCount{key: k, workflow: ev.Workflow}
-		fc.nodes[k] = n
+	n := fc.last
+	if n == nil || n.key.run != ev.Run || n.key.name != ev.FanOut {
+		k := fanKey{ev.Run, ev.FanOut}
+		if n = fc.nodes[k]; n == nil {
+			n = &fanCount{key: k, workflow: ev.Workflow}
+			fc.nodes[k] = n
+		}
+		fc.last = n
 	}
 	n.touched = append(n.touched, ev.Instance)
+	if n.slot > 0 && n.slot == len(st.pending) {
+		s := &st.slots[st.pending[n.slot-1].fan-1]
+		s.id, s.at = ev.ID, ev.At
+		return
+	}
 	if n.slot > 0 {
 		st.pending[n.slot-1].gone = true
 	}
@@ -212,6 +222,7 @@ func (fc *fanCounts) taken(slots []fanSlot) {
 			n.slot = 0
 		}
 	}
+	fc.last = nil
 	for _, run := range fc.ended {
 		for k := range fc.nodes {
 			if k.run == run {
