@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,7 +28,12 @@ import (
 // client taking all; ?tasks=0: the workflows and runs pages;
 // ?latest=1&instances=counts: what a run page asks for; ?latest=1: what
 // it asked for before, as context), the pair's order alternating from
-// one iteration to the next. The 20 streams are read by another process
+// one iteration to the next; and a pair with no stream on either side
+// (-noise), whose ratios are what the machine's noise alone gives the
+// others. Each round starts after a collection (runtime.GC, outside its
+// clock), so that no round is charged the garbage of the one before, and
+// once its streams have begun (each has read its first id line), so that
+// their setup is not in it either. The 20 streams are read by another process
 // (this test binary again, see TestMain), as a browser would, reading and
 // discarding what it is sent: its CPU is not the daemon's, and is
 // reported apart (reader-ms/run). Per kind, the median over the
@@ -38,7 +44,8 @@ import (
 //     reader process competes for the cores as a browser on the box would.
 //   - cpu-ratio: the daemon's CPU time (this process's rusage, the engine
 //     and the HTTP server) without the streams over with them, from the
-//     trigger until the streams are closed (their tail included).
+//     trigger until the streams are closed (their tail included), and
+//     one write window (100 ms) past the run's end at least, in both.
 //   - µs/task-stream: the daemon's added CPU per task per stream.
 //
 // plus the streams dropped for falling behind and the bytes a stream read.
@@ -51,8 +58,11 @@ func BenchmarkEventFollowers(b *testing.B) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
 		b.Fatalf("put workflow: %v %v", resp, err)
 	}
-	kinds := []struct{ name, query string }{{"", ""}, {"-run-events", "?tasks=0"}, {"-latest", "?latest=1"},
-		{"-counts", "?latest=1&instances=counts"}}
+	kinds := []struct {
+		name, query string
+		k           int // streams in the pair's "with" round
+	}{{"", "", followers}, {"-run-events", "?tasks=0", followers}, {"-latest", "?latest=1", followers},
+		{"-counts", "?latest=1&instances=counts", followers}, {"-noise", "", 0}}
 	wall, cpu, extra := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	bytes, readerCPU := map[string]int64{}, map[string]time.Duration{}
 	var tasksNone, tasksWith float64
@@ -63,9 +73,9 @@ func BenchmarkEventFollowers(b *testing.B) {
 			var none, with followerRound
 			if (i+k)%2 == 0 {
 				none = followRound(b, eng, srv.URL, "", 0, n)
-				with = followRound(b, eng, srv.URL, kind.query, followers, n)
+				with = followRound(b, eng, srv.URL, kind.query, kind.k, n)
 			} else {
-				with = followRound(b, eng, srv.URL, kind.query, followers, n)
+				with = followRound(b, eng, srv.URL, kind.query, kind.k, n)
 				none = followRound(b, eng, srv.URL, "", 0, n)
 			}
 			wall[kind.name] = append(wall[kind.name], none.wall.Seconds()/with.wall.Seconds())
@@ -84,6 +94,9 @@ func BenchmarkEventFollowers(b *testing.B) {
 	for _, kind := range kinds {
 		b.ReportMetric(median(wall[kind.name]), "ratio"+kind.name)
 		b.ReportMetric(median(cpu[kind.name]), "cpu-ratio"+kind.name)
+		if kind.k == 0 {
+			continue // the noise pair: no stream to charge
+		}
 		b.ReportMetric(median(extra[kind.name]), "µs/task-stream"+kind.name)
 		b.ReportMetric(float64(bytes[kind.name])/float64(b.N*followers), "bytes/stream-run"+kind.name)
 		b.ReportMetric(float64(readerCPU[kind.name].Milliseconds())/float64(b.N), "reader-ms/run"+kind.name)
@@ -108,6 +121,9 @@ func followRound(b *testing.B, eng *engine.Engine, url, query string, k, n int) 
 	if k > 0 {
 		readers = startEventReaders(b, url+"/events"+query, k)
 	}
+	// The garbage of the rounds before is collected now, not in this one,
+	// whichever kind it is.
+	runtime.GC()
 	cpu0 := benchtest.SelfCPU()
 	start := time.Now()
 	id, err := eng.Trigger("fan", nil, "bench")
@@ -128,6 +144,11 @@ func followRound(b *testing.B, eng *engine.Engine, url, query string, k, n int) 
 			time.Sleep(time.Millisecond) // the server's handlers see the streams closed
 		}
 	}
+	// Both rounds count the CPU of one write window past the run's end at
+	// least: the streams' tail takes that long, and a round without them
+	// counts what the run left running (a collection) as they do, rather
+	// than hand it to the next round.
+	time.Sleep(r.wall + eventFlushEvery - time.Since(start))
 	r.cpu = benchtest.SelfCPU() - cpu0
 	return r
 }
@@ -195,7 +216,9 @@ func (r *eventReaders) stop(b *testing.B) (int64, time.Duration) {
 }
 
 // readEventStreams is the reader process: spec is "k url". It opens k
-// streams, prints "ready", and reads and discards each until it has the
+// streams, reads each up to its start (the id line a stream sends once
+// the server has joined it to its feed and written its first lines: its
+// setup is done before the round's clock starts), prints "ready", and reads and discards each until it has the
 // round's run_finished (the streams open before the round's run is
 // triggered and join at the log's end, so the first one is that run's) or
 // the server ends it (a dropped stream). Once its stdin closes and every
@@ -220,10 +243,18 @@ func readEventStreams(spec string) int {
 			return 2
 		}
 		bodies = append(bodies, resp.Body)
+		r := bufio.NewReaderSize(resp.Body, 64<<10)
+		n, err := readUntil(r, []byte("id: "))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "event readers: no start id:", url, err)
+			return 2
+		}
+		total.Add(n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			total.Add(readUntilRunFinished(resp.Body))
+			n, _ := readUntil(r, []byte(`data: {"id":`), []byte(`"type":"run_finished"`))
+			total.Add(n)
 		}()
 	}
 	fmt.Println("ready")
@@ -236,23 +267,22 @@ func readEventStreams(spec string) int {
 	return 0
 }
 
-// readUntilRunFinished reads an event stream line by line until a
-// run_finished event's data or the stream's end, and returns the bytes
-// read.
-func readUntilRunFinished(body io.Reader) int64 {
-	r := bufio.NewReaderSize(body, 64<<10)
+// readUntil reads an event stream line by line until a line that begins
+// with prefix and holds every one of has (a run_finished event's data,
+// say), or the stream's end, and returns the bytes read.
+func readUntil(r *bufio.Reader, prefix []byte, has ...[]byte) (int64, error) {
 	var n int64
 	for {
 		line, err := r.ReadSlice('\n')
 		n += int64(len(line))
-		if bytes.HasPrefix(line, []byte("data: ")) && bytes.Contains(line, []byte(`"type":"run_finished"`)) {
-			return n
+		if bytes.HasPrefix(line, prefix) && !slices.ContainsFunc(has, func(h []byte) bool { return !bytes.Contains(line, h) }) {
+			return n, nil
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err != nil {
-			return n
+			return n, err
 		}
 	}
 }

@@ -93,7 +93,7 @@ if [ "$ONLY" != wal ]; then
 	# Issue 21: the cost of a trigger and of a scrape must not grow with the backlog.
 	pkgbench backlog ./api/ -bench '^(BenchmarkBacklogBursts|BenchmarkMetricsBacklog)$' -benchtime="$ENGINE_TIME"
 	# Issue 23: 20 pages following /events against none, in the same run.
-	pkgbench "event followers" ./api/ -bench '^BenchmarkEventFollowers$' -benchtime=5x -count="$ENGINE_COUNT"
+	pkgbench "event followers" ./api/ -bench '^BenchmarkEventFollowers$' -benchtime=10x -count="$ENGINE_COUNT"
 	pkgbench "web pages" ./api/ -bench '^BenchmarkUIPages$' -benchtime=1x
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"

@@ -90,6 +90,8 @@ func writeEngine(w io.Writer, rs results) {
 	p("| issue 23 | the same with 20 streams of each task's latest event per write, every instance's (`?latest=1`, what a run page followed before `instances=counts`) (`BenchmarkEventFollowers`) | %s (%s; %s bytes a stream; every event: %s) | no stream | – (context) | – |",
 		f3(rs.med(followersName, "ratio-latest")), follow("-latest"), num(rs.med(followersName, "bytes/stream-run-latest")),
 		num(rs.med(followersName, "bytes/stream-run")))
+	p("| issue 23 | the same pair with no stream on either side: what the machine's noise alone makes of a ratio (`BenchmarkEventFollowers`) | %s (daemon CPU: ratio %s) | – | – (context: how far from 1 the rows above may land by chance) | – |",
+		f3(rs.med(followersName, "ratio-noise")), f3(rs.med(followersName, "cpu-ratio-noise")))
 	worstPage, worstMs := "", math.NaN()
 	for _, page := range []string{"workflows", "runs", "runs-filtered", "run-fanout", "run-fanout-instances", "workflow"} {
 		if ms := rs.med(uiPagesName, page+"-drawn-max-ms"); !math.IsNaN(ms) && !(ms <= worstMs) {
@@ -311,9 +313,13 @@ func writeEngine(w io.Writer, rs results) {
 	p("  a pair for each kind of stream: every event (API clients taking all),")
 	p("  `?tasks=0` (what the workflows, runs and workflow pages open),")
 	p("  `?latest=1&instances=counts` (what a run page opens, with its run's id:")
-	p("  one run at a time here, the same events), and `?latest=1` (what it")
-	p("  opened before `instances=counts`); the pair's order alternates")
-	p("  from one iteration to the next. A ratio is the run's tasks/s with the")
+	p("  one run at a time here, the same events), `?latest=1` (what it")
+	p("  opened before `instances=counts`), and a pair with no stream on either")
+	p("  side (the noise a ratio has on this machine); the pair's order alternates")
+	p("  from one iteration to the next. Each round starts after a collection")
+	p("  (outside its clock: no round is charged the garbage of the one before)")
+	p("  and once each of its streams has read its first id line (their setup")
+	p("  is not in it). A ratio is the run's tasks/s with the")
 	p("  streams over the run's without (\"20 pages cost < 10%% of throughput\":")
 	p("  ratio ≥ 0.9), the median over the pairs. The target is judged on the")
 	p("  kinds a page opens, `?tasks=0` and `?latest=1&instances=counts`; every")
@@ -328,11 +334,12 @@ func writeEngine(w io.Writer, rs results) {
 	p("  process, reading and discarding as a browser does before it parses: the")
 	p("  wall ratio has it compete for the 2 cores (as a browser on the box would),")
 	p("  and the daemon's CPU time (the benchmark process's rusage: engine and HTTP")
-	p("  server, from the trigger until the streams are closed) is measured apart:")
+	p("  server, from the trigger until the streams are closed, and one write")
+	p("  window past the run's end at least in both rounds) is measured apart:")
 	p("  its ratio without the streams over with them, and the CPU they add per")
 	p("  task per stream. Streams dropped for falling behind are counted (a slow")
 	p("  stream is dropped, never waited for). Medians of the benchmark's runs")
-	p("  (`-count=%d`, `-benchtime=5x`: 5 pairs of each kind a run).", len(rs.values(followersName, "ratio")))
+	p("  (`-count=%d`, `-benchtime=10x`: 10 pairs of each kind a run).", len(rs.values(followersName, "ratio")))
 	p("  `api/bench_ui_test.go` `BenchmarkUIPages`: a daemon with 10,000 finished")
 	p("  one-task runs and a finished run of a 2,000-instance fan-out; headless")
 	p("  Chromium opens each page three times (the first cold) and the worst")
