@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
 
@@ -247,13 +246,6 @@ func (e *Engine) turn(evs []event) *turnOutput {
 		if !durable && out.lone != nil {
 			out.lone.abort()
 			out.lone = nil
-		}
-		if c != nil && e.inbox.empty() {
-			// Nothing else waits for the loop (a chain's next step, say):
-			// the launcher parked on c runs now, on this processor, rather
-			// than once another one steals it. With work waiting, the loop
-			// goes on instead (throughput, at --max-concurrent 16).
-			runtime.Gosched()
 		}
 		if durable {
 			e.publish(out.index, out.recs)
