@@ -387,3 +387,49 @@ func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
 		unix.Close(fd)
 	}
 }
+
+// TestProcessLeavesNoDescriptors: once their Finished reports are in,
+// attempts with a capped log (a pipe whose write end the daemon holds
+// only until the spawn), with or without output, leave no descriptor of
+// the daemon open: not the pipe's ends, not the pidfd. Both ways. Not
+// parallel: it counts the descriptors of the whole test process.
+func TestProcessLeavesNoDescriptors(t *testing.T) {
+	if os.Getenv(noReactorEnv) != "" {
+		t.Skip("measures both ways itself")
+	}
+	openFDs := func() int {
+		des, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(des)
+	}
+	for _, noReactor := range []bool{false, true} {
+		p := NewProcess(ProcessConfig{})
+		p.noReactor = noReactor
+		theReactor()
+		nullDevice()
+		before := openFDs()
+		for i, script := range []string{"true", "echo out", "echo err >&2; exit 3"} {
+			job := newTestJob(t, "sh", "-c", script)
+			job.TaskID = fmt.Sprintf("t%d", i)
+			job.MaxLogBytes = 1 << 20
+			events := make(chan Event, 2)
+			if _, err := p.Start(job, func(ev Event) { events <- ev }); err != nil {
+				t.Fatal(err)
+			}
+			expectStarted(t, job, events)
+			expectFinished(t, job, events)
+		}
+		// The reactor closes a batch's descriptors after the batch, and
+		// a finishing goroutine may still be closing the log: wait for
+		// them, no longer than the guard.
+		deadline := time.Now().Add(guard)
+		for openFDs() > before && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+		if n := openFDs(); n > before {
+			t.Errorf("noReactor %v: %d descriptors open after 3 attempts, %d before", noReactor, n, before)
+		}
+	}
+}

@@ -20,7 +20,7 @@ import (
 type child struct {
 	pid   int
 	start uint64   // its start time (see ProcStartTime); 0 when unknown
-	pidfd int      // non-blocking; -1 when the kernel gave none: awaitExit then blocks a thread in waitid
+	pidfd int      // -1 when the kernel gave none: awaitExit then blocks a thread in waitid
 	file  *os.File // the pidfd in the runtime's poller, made by awaitExit
 }
 
@@ -45,15 +45,12 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 	if err != nil {
 		return nil, err
 	}
-	stdout := null
-	if out.child != nil {
-		stdout = out.child
-	}
+	stdout := out.childFD(null)
 	pidfd := -1
 	attr := &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
-		Files: []uintptr{null.Fd(), stdout.Fd(), stdout.Fd()},
+		Files: []uintptr{null.Fd(), stdout, stdout},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:   true, // own group, pgid == pid, so Stop reaches grandchildren
 			Pdeathsig: syscall.SIGKILL,
@@ -67,24 +64,17 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 	pid, err := syscall.ForkExec(path, argv, attr)
 	after := bootTick()
 	runtime.KeepAlive(null)
-	runtime.KeepAlive(stdout)
+	runtime.KeepAlive(out.child)
 	runtime.KeepAlive(fd3)
 	if err != nil {
 		return nil, spawnError(path, dir, err)
 	}
 	// The child cannot have been reaped yet (only wait reaps it), so
 	// /proc/pid/stat is readable even if it already exited.
-	c := &child{pid: pid, start: startTime(pid, before, after), pidfd: -1}
-	if pidfd >= 0 {
-		// Non-blocking: waitid on it then answers EAGAIN until the child
-		// exits (Linux 5.10), and os.NewFile registers it with the poller.
-		if err := unix.SetNonblock(pidfd, true); err == nil {
-			c.pidfd = pidfd
-		} else {
-			unix.Close(pidfd)
-		}
-	}
-	return c, nil
+	// The pidfd is left blocking: the reactor polls it and asks waitid
+	// with WNOHANG (see exitedNoReap); only the way without the reactor
+	// needs it non-blocking (see awaitExit).
+	return &child{pid: pid, start: startTime(pid, before, after), pidfd: pidfd}, nil
 }
 
 // spawnError names what ForkExec could not use. Its error does not tell a
@@ -108,7 +98,9 @@ func spawnError(path, dir string, err error) error {
 // the reactor: the calling goroutine parks on the pidfd in the runtime's
 // poller, or, without a pidfd, blocks a thread in waitid.
 func (c *child) awaitExit() {
-	if c.pidfd >= 0 {
+	// Non-blocking: waitid on it then answers EAGAIN until the child
+	// exits (Linux 5.10), and os.NewFile registers it with the poller.
+	if c.pidfd >= 0 && unix.SetNonblock(c.pidfd, true) == nil {
 		c.file = os.NewFile(uintptr(c.pidfd), "pidfd")
 		c.pidfd = -1 // c.file owns it
 		rc, err := c.file.SyscallConn()
@@ -180,7 +172,8 @@ func reapPID(pid int) (syscall.WaitStatus, error) {
 // device), the log file itself (no cap: the child writes it), or a pipe
 // copied into a cappedLog, by the reactor or by a goroutine of its own.
 type taskOutput struct {
-	child   *os.File // the child's end; nil = the null device
+	child   *os.File // uncapped: the log, the child's stdout and stderr; nil: see pipeW
+	pipeW   int      // capped: the pipe's write end, the child's, until spawned; none without capped
 	pipeFD  int      // capped: the read end (non-blocking); -1 = none
 	pipe    *os.File // capped, without the reactor: pipeFD in the runtime's poller
 	capped  *cappedLog
@@ -218,18 +211,35 @@ func openOutput(job Job) (*taskOutput, error) {
 	// One pipe for stdout and stderr: they interleave as written. Only
 	// our end is non-blocking (O_NONBLOCK belongs to each end's file
 	// description): the child writes to a blocking pipe as usual.
+	// The write end stays a bare descriptor (an *os.File would cost a
+	// system call and a finalizer a start), closed once the child holds
+	// its own copy (spawned).
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		_ = capped.finish()
 		return nil, fmt.Errorf("create log pipe: %w", os.NewSyscallError("pipe2", err))
 	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
+	// A new pipe's read end has no status flag set: O_NONBLOCK alone is
+	// what SetNonblock would make of them, in one call instead of two.
+	if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
 		_ = capped.finish()
 		return nil, fmt.Errorf("create log pipe: %w", os.NewSyscallError("fcntl", err))
 	}
-	return &taskOutput{child: os.NewFile(uintptr(fds[1]), "|1"), pipeFD: fds[0], capped: capped, fileFrom: -1}, nil
+	return &taskOutput{pipeW: fds[1], pipeFD: fds[0], capped: capped, fileFrom: -1}, nil
+}
+
+// childFD is the descriptor of the child's stdout and stderr: the log
+// pipe's write end, the uncapped log, or null.
+func (o *taskOutput) childFD(null *os.File) uintptr {
+	switch {
+	case o.capped != nil && o.pipeW >= 0:
+		return uintptr(o.pipeW)
+	case o.child != nil:
+		return o.child.Fd()
+	}
+	return null.Fd()
 }
 
 // spawned is called once the child is running: the child holds its own
@@ -238,6 +248,10 @@ func (o *taskOutput) spawned() {
 	if o.child != nil {
 		o.child.Close()
 		o.child = nil
+	}
+	if o.capped != nil && o.pipeW >= 0 {
+		unix.Close(o.pipeW)
+		o.pipeW = -1
 	}
 }
 
