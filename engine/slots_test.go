@@ -325,6 +325,25 @@ func TestMaxConcurrentBoundsLiveProcesses(t *testing.T) {
 	}
 }
 
+// TestAheadDepth: with every slot in use, up to max(--max-concurrent, 16)
+// process attempts are dispatched ahead (durable and prepared, waiting
+// for a slot), no more: one slot and 30 instances give 1 running and 16
+// ahead, the rest pending.
+func TestAheadDepth(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 1)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "wide", Tasks: []*workflow.Task{
+		{Name: "t", Executor: "process", Command: []string{"true"}, Parallel: 30}}})
+	trigger(t, e, "wide")
+	m.next()
+	settle(t, e)
+	if st := e.Stats(); st.SlotsInUse != 1 || st.TasksAhead != 16 || st.TasksInFlight != 17 {
+		t.Fatalf("stats: %d slots in use, %d ahead, %d in flight; want 1, 16, 17", st.SlotsInUse, st.TasksAhead, st.TasksInFlight)
+	}
+}
+
 // TestAheadKeepsDispatchOrder: a task that may not go ahead (a noop: its
 // executor holds its slot until the loop records its end) waits for a
 // free slot, and the tasks after it wait behind it rather than pass it
