@@ -189,8 +189,8 @@ func (pp *preparedProcess) Start(report func(Event)) (Handle, error) {
 		PID:       c.pid,
 		StartTime: c.start,
 	}
-	fin := finishInfo{taskID: job.TaskID, attempt: job.Attempt, outputPath: files.output, maxOutputBytes: job.MaxOutputBytes,
-		logPath: job.LogPath, logger: p.cfg.Logger, out: out, input: files, cleaned: p.cleaned}
+	fin := finishInfo{p: p, taskID: job.TaskID, attempt: job.Attempt, logPath: job.LogPath, outputPath: files.output,
+		input: files.shared, maxOutputBytes: job.MaxOutputBytes, capped: out.capped, fileFrom: out.fileFrom}
 	report(started)
 	if p.watch(c, h, out, fin, report) {
 		return h, nil
@@ -211,7 +211,7 @@ func (p *Process) watch(c *child, h *processHandle, out *taskOutput, fin finishI
 	if err != nil {
 		return false
 	}
-	pr := &proc{pid: c.pid, pidfd: c.pidfd, pipe: out.pipeFD, capped: out.capped, h: h, fin: fin, report: report}
+	pr := &proc{pid: c.pid, pidfd: c.pidfd, pipe: out.pipeFD, h: h, fin: fin, report: report}
 	return r.add(pr) == nil
 }
 
@@ -271,18 +271,18 @@ func openLog(path string) (*os.File, error) {
 func (f finishInfo) report(status syscall.WaitStatus, waitErr error, report func(Event)) {
 	ev, present := finishEvent(f, status, waitErr)
 	report(ev)
-	f.input.release()
+	sharedInputs.release(f.input)
 	if present {
 		// The report woke its reader (the engine's loop) onto this
 		// goroutine's processor, where it would wait behind the removal's
 		// system calls: let it run first.
 		runtime.Gosched()
-		if err := f.cleanScratch(present); err != nil && f.logger != nil {
-			f.logger.Warn("task scratch files not removed", "task", f.taskID, "attempt", f.attempt, "err", err)
+		if err := f.cleanScratch(present); err != nil && f.logger() != nil {
+			f.logger().Warn("task scratch files not removed", "task", f.taskID, "attempt", f.attempt, "err", err)
 		}
 	}
-	if f.cleaned != nil {
-		f.cleaned(f.taskID)
+	if f.p != nil && f.p.cleaned != nil {
+		f.p.cleaned(f.taskID)
 	}
 }
 
@@ -331,16 +331,14 @@ func (f finishInfo) cleanScratch(present bool) error {
 // outputLines), nil when it wrote none; called once its log is complete.
 func (f finishInfo) orkOutput() ([]byte, error) {
 	switch {
-	case f.out == nil:
-		return nil, nil
-	case f.out.capped != nil:
-		if f.out.capped.lines == nil {
+	case f.capped != nil:
+		if f.capped.lines == nil {
 			return nil, nil // it wrote nothing
 		}
-		return f.out.capped.lines.output()
-	case f.out.fileFrom >= 0:
-		lines := newOutputLines(f.out.maxOutput)
-		if err := lines.feedFile(f.logPath, f.out.fileFrom); err != nil {
+		return f.capped.lines.output()
+	case f.logPath != "": // uncapped: the child wrote its log itself
+		lines := newOutputLines(f.maxOutputBytes)
+		if err := lines.feedFile(f.logPath, f.fileFrom); err != nil {
 			return nil, fmt.Errorf("read the log for %s: %w", orkOutputPrefix, err)
 		}
 		return lines.output()

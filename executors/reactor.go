@@ -64,14 +64,15 @@ type reactor struct {
 	finished bool    // the current batch handed a proc to finish
 }
 
-// proc is a running process watched by the reactor.
+// proc is a running process watched by the reactor. It and its
+// processHandle are all a running process keeps in the daemon's memory
+// (issue 27: memory per running task): its job is reduced to finishInfo.
 type proc struct {
 	pid    int
 	pidfd  int // -1 once reaped
 	pipe   int // the log pipe's read end; -1 when none or closed
-	capped *cappedLog
 	h      *processHandle
-	fin    finishInfo
+	fin    finishInfo // fin.capped: the log the pipe goes to
 	report func(Event)
 
 	// paused is the pipe, while the reactor does not read it because its
@@ -79,23 +80,27 @@ type proc struct {
 	paused int
 
 	exited   bool
+	done     bool // handed to finish
 	status   syscall.WaitStatus
 	waitErr  error
 	deadline time.Time // exited with the pipe open: when the pipe is closed anyway
-	done     bool      // handed to finish
 }
 
-// finishInfo is what the Finished event of a job needs from it.
+// finishInfo is what the Finished event of a job needs from it, and all
+// that a running process keeps of the job.
 type finishInfo struct {
+	p              *Process // its logger and its cleaned hook; nil in tests
 	taskID         string
 	attempt        int
 	logPath        string
-	logger         *slog.Logger
 	outputPath     string
-	input          attemptFiles // its input, released once it is reported
-	maxOutputBytes int64
-	out            *taskOutput         // its ORK_OUTPUT line, once the log is complete
-	cleaned        func(taskID string) // see Process.cleaned
+	input          *sharedFile // its input, released once it is reported
+	maxOutputBytes int64       // of its output file, and of its ORK_OUTPUT line
+	// Where its ORK_OUTPUT line is, once its log is complete (see
+	// orkOutput): capped.lines, or, with an uncapped log, the log file
+	// from fileFrom on.
+	capped   *cappedLog
+	fileFrom int64
 }
 
 // theReactor is the process-wide reactor, started on first use; nil (with
@@ -259,7 +264,7 @@ func (r *reactor) readPipe(p *proc) {
 	case err == unix.EAGAIN:
 		return // nothing after all
 	case n > 0:
-		if p.capped.offer(r.buf[:n]) {
+		if p.fin.capped.offer(r.buf[:n]) {
 			r.pause(p)
 		}
 		return
@@ -285,9 +290,9 @@ func (r *reactor) pause(p *proc) {
 		p.paused = p.pipe
 	}
 	r.mu.Unlock()
-	if err != nil || !p.capped.whenCreated(func() { r.resume(p) }) {
+	if err != nil || !p.fin.capped.whenCreated(func() { r.resume(p) }) {
 		if err != nil {
-			p.capped.created()
+			p.fin.capped.created()
 		}
 		r.resume(p) // the creation is done already
 	}
@@ -376,11 +381,11 @@ func (r *reactor) finish(p *proc) {
 	p.done = true
 	go func() {
 		note := p.h.stopNote()
-		if p.capped != nil {
+		if p.fin.capped != nil {
 			if note != "" {
-				p.capped.Write([]byte(note))
+				p.fin.capped.Write([]byte(note))
 			}
-			p.fin.logIncomplete(p.capped.finish())
+			p.fin.logIncomplete(p.fin.capped.finish())
 		} else {
 			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
@@ -393,9 +398,17 @@ func (r *reactor) finish(p *proc) {
 // It does not change the outcome of the task; the log notes a write error
 // itself when it can (see cappedLog.finish).
 func (f finishInfo) logIncomplete(err error) {
-	if err != nil && f.logger != nil {
-		f.logger.Warn("task log incomplete", "task", f.taskID, "attempt", f.attempt, "log", f.logPath, "err", err)
+	if logger := f.logger(); err != nil && logger != nil {
+		logger.Warn("task log incomplete", "task", f.taskID, "attempt", f.attempt, "log", f.logPath, "err", err)
 	}
+}
+
+// logger is the executor's logger, nil when there is none.
+func (f finishInfo) logger() *slog.Logger {
+	if f.p == nil {
+		return nil
+	}
+	return f.p.cfg.Logger
 }
 
 // exitedNoReap tells whether the process of pidfd (non-blocking) has

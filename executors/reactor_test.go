@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/orkwal/orkwal/internal/benchtest"
 	"golang.org/x/sys/unix"
@@ -118,6 +119,50 @@ func TestProcessRunningHoldsNoGoroutine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunningProcessKeepsNoTaskOutput: with the reactor, a running
+// process keeps nothing of what its start needed (its taskOutput: the
+// child's end of the pipe, the uncapped log's file), only its proc and its
+// handle (issue 27: memory per running task); what its Finished needs
+// (the ORK_OUTPUT line, capped or not) is kept in its finishInfo
+// (TestProcessOrkOutputLine).
+func TestRunningProcessKeepsNoTaskOutput(t *testing.T) {
+	for _, maxLog := range []int64{0, 1 << 20} {
+		p := NewProcess(ProcessConfig{})
+		events := make(chan Event, 2)
+		job := newTestJob(t, "sleep", "60")
+		job.MaxLogBytes = maxLog
+		out, h := startKeepingOutput(t, p, job, func(ev Event) { events <- ev })
+		if ev := nextEvent(t, events); ev.Kind != Started {
+			t.Fatalf("event %+v, want Started", ev)
+		}
+		runtime.GC()
+		kept := out.Value() != nil
+		h.Stop(time.Millisecond, "stopped by the test")
+		if ev := nextEvent(t, events); ev.Kind != Finished {
+			t.Fatalf("event %+v, want Finished", ev)
+		}
+		if kept {
+			t.Errorf("log cap %d: a running process keeps its taskOutput", maxLog)
+		}
+	}
+}
+
+// startKeepingOutput prepares and starts job, and returns a weak pointer
+// to its taskOutput.
+func startKeepingOutput(t *testing.T, p *Process, job Job, report func(Event)) (weak.Pointer[taskOutput], Handle) {
+	t.Helper()
+	pp, err := p.prepare(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := weak.Make(pp.out)
+	h, err := pp.Start(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, h
 }
 
 // BenchmarkProcessWays: 500 `true` tasks with a capped log, 16 running at a
@@ -320,7 +365,7 @@ func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
 	capped, path, release := delayedLog(t)
 	finished := make(chan struct{})
 	// A pipe stands in for the pidfd: the test never calls exited.
-	p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], capped: capped, fin: finishInfo{taskID: "t"},
+	p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], fin: finishInfo{taskID: "t", capped: capped},
 		report: func(Event) { close(finished) }}
 	if err := r.add(p); err != nil {
 		t.Fatal(err)

@@ -181,9 +181,9 @@ type taskOutput struct {
 	logPath string        // uncapped: the log the child writes to itself
 	// The ORK_OUTPUT line is found by capped.lines as output passes, or,
 	// uncapped, in the log file from fileFrom on once the task is done;
-	// without a log (the output goes to the null device), never.
-	fileFrom  int64 // uncapped: the log's size when the attempt began; -1 capped or no log
-	maxOutput int64 // uncapped: the cap of an ORK_OUTPUT line (capped: capped.maxOutput)
+	// without a log (the output goes to the null device), never. A
+	// running process keeps these in its finishInfo, not its taskOutput.
+	fileFrom int64 // uncapped: the log's size when the attempt began; -1 capped or no log
 }
 
 // openOutput prepares job's output: see taskOutput.
@@ -201,7 +201,7 @@ func openOutput(job Job) (*taskOutput, error) {
 			f.Close()
 			return nil, fmt.Errorf("open log: %w", err)
 		}
-		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath, fileFrom: from, maxOutput: job.MaxOutputBytes}, nil
+		return &taskOutput{child: f, pipeFD: -1, logPath: job.LogPath, fileFrom: from}, nil
 	}
 	capped, err := newCappedLog(job.LogPath, job.MaxLogBytes)
 	if err != nil {
