@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/orkwal/orkwal/internal/benchtest"
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/internal/benchtest"
 	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
