@@ -230,7 +230,7 @@ func handDrivenReactor(t *testing.T) *reactor {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(epfd) })
-	return &reactor{epfd: epfd, procs: make(map[int32]*proc), buf: make([]byte, copyBufSize)}
+	return &reactor{epfd: epfd, buf: make([]byte, copyBufSize)}
 }
 
 // TestReactorDrainDeadlines drives a reactor's drain queue by hand (no
@@ -318,10 +318,36 @@ func TestReactorDrainDeadlines(t *testing.T) {
 		t.Errorf("%d descriptors to close, want the 3 pipes", len(r.closing))
 	}
 	for _, fd := range r.closing {
-		if r.procs[int32(fd)] != nil {
+		if r.procs.get(fd) != nil {
 			t.Errorf("closed pipe %d still in the table", fd)
 		}
 		unix.Close(fd)
+	}
+}
+
+// TestFdTable: the reactor's table answers the proc watching a
+// descriptor, nil for one never watched, beyond the table, negative or no
+// longer watched, and the proc watching a number again once it is reused;
+// it is as long as the highest number watched, plus one.
+func TestFdTable(t *testing.T) {
+	var tab fdTable
+	a, b := &proc{}, &proc{}
+	tab.set(5, a)
+	tab.set(3, a)
+	if tab.get(5) != a || tab.get(3) != a || tab.get(4) != nil || tab.get(6) != nil || tab.get(-1) != nil || tab.get(1<<20) != nil {
+		t.Fatalf("after watching 5 and 3: get(5, 3, 4, 6, -1, 1<<20) = %p %p %p %p %p %p, want a a nil nil nil nil (a = %p)",
+			tab.get(5), tab.get(3), tab.get(4), tab.get(6), tab.get(-1), tab.get(1<<20), a)
+	}
+	if len(tab) != 6 {
+		t.Errorf("table of %d entries for descriptors up to 5, want 6", len(tab))
+	}
+	tab.set(5, nil)
+	if tab.get(5) != nil || tab.get(3) != a {
+		t.Fatalf("5 no longer watched: get(5) = %p, get(3) = %p; want nil and a", tab.get(5), tab.get(3))
+	}
+	tab.set(5, b) // the number reused by another process's descriptor
+	if tab.get(5) != b {
+		t.Errorf("get(5) = %p, want b (%p), its new watcher", tab.get(5), b)
 	}
 }
 
