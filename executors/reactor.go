@@ -79,11 +79,16 @@ type proc struct {
 	// log is being created (see pause); -1 otherwise. Guarded by r.mu.
 	paused int
 
-	exited   bool
-	done     bool // handed to finish
+	done bool      // handed to finish
+	exit *procExit // once the child has exited; nil while it runs
+}
+
+// procExit is what a proc holds once its child has exited: a running
+// process does not carry it (issue 27: memory per running task).
+type procExit struct {
 	status   syscall.WaitStatus
 	waitErr  error
-	deadline time.Time // exited with the pipe open: when the pipe is closed anyway
+	deadline time.Time // its pipe still open: when it is closed anyway
 }
 
 // finishInfo is what the Finished event of a job needs from it, and all
@@ -256,7 +261,7 @@ func (r *reactor) loop() {
 func (r *reactor) nextDeadline() time.Time {
 	for _, p := range r.draining {
 		if !p.done {
-			return p.deadline
+			return p.exit.deadline
 		}
 	}
 	return time.Time{}
@@ -295,7 +300,7 @@ func (r *reactor) readPipe(p *proc) {
 	}
 	r.unwatch(p.pipe)
 	p.pipe = -1
-	if p.exited {
+	if p.exit != nil {
 		r.finish(p)
 	}
 }
@@ -351,16 +356,16 @@ func (r *reactor) exited(p *proc) {
 	if !exitedNoReap(p.pidfd) {
 		return
 	}
-	p.exited = true
+	p.exit = &procExit{}
 	p.h.markExited()
-	p.status, p.waitErr = reapPID(p.pid)
+	p.exit.status, p.exit.waitErr = reapPID(p.pid)
 	r.unwatch(p.pidfd)
 	p.pidfd = -1
 	if p.pipe < 0 {
 		r.finish(p)
 		return
 	}
-	p.deadline = time.Now().Add(logDrainDelay)
+	p.exit.deadline = time.Now().Add(logDrainDelay)
 	r.draining = append(r.draining, p)
 }
 
@@ -377,14 +382,14 @@ func (r *reactor) expire(now time.Time) {
 		if p.done {
 			continue // its pipe reached EOF in time
 		}
-		if p.deadline.After(now) {
+		if p.exit.deadline.After(now) {
 			break
 		}
 		r.mu.Lock()
 		paused := p.paused >= 0
 		r.mu.Unlock()
 		if paused {
-			p.deadline = now.Add(logDrainDelay) // after every other deadline
+			p.exit.deadline = now.Add(logDrainDelay) // after every other deadline
 			again = append(again, p)
 			continue
 		}
@@ -413,7 +418,7 @@ func (r *reactor) finish(p *proc) {
 		} else {
 			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
-		p.fin.report(p.status, p.waitErr, p.report)
+		p.fin.report(p.exit.status, p.exit.waitErr, p.report)
 	}()
 	r.finished = true
 }

@@ -273,16 +273,15 @@ func TestReactorDrainDeadlines(t *testing.T) {
 	}
 	t0 := time.Now()
 	drain := func(p *proc, exitAt time.Duration) {
-		p.exited = true
-		p.deadline = t0.Add(exitAt + logDrainDelay)
+		p.exit = &procExit{deadline: t0.Add(exitAt + logDrainDelay)}
 		r.draining = append(r.draining, p)
 	}
 	a, b, c := newProc("a"), newProc("b"), newProc("c")
 	drain(a, 0)
 	drain(b, time.Second)
 	drain(c, 1500*time.Millisecond)
-	if got := r.nextDeadline(); !got.Equal(a.deadline) {
-		t.Fatalf("next deadline %v, want a's %v", got.Sub(t0), a.deadline.Sub(t0))
+	if got := r.nextDeadline(); !got.Equal(a.exit.deadline) {
+		t.Fatalf("next deadline %v, want a's %v", got.Sub(t0), a.exit.deadline.Sub(t0))
 	}
 	// b's group closes the pipe: b is finished at once.
 	unix.Close(writers["b"])
@@ -299,14 +298,14 @@ func TestReactorDrainDeadlines(t *testing.T) {
 		t.Fatalf("finished %s (a's pipe %d), want a with its pipe closed", id, a.pipe)
 	}
 	// b, done, is skipped: the next deadline is c's.
-	if got := r.nextDeadline(); !got.Equal(c.deadline) {
-		t.Fatalf("next deadline %v, want c's %v", got.Sub(t0), c.deadline.Sub(t0))
+	if got := r.nextDeadline(); !got.Equal(c.exit.deadline) {
+		t.Fatalf("next deadline %v, want c's %v", got.Sub(t0), c.exit.deadline.Sub(t0))
 	}
-	r.expire(c.deadline.Add(-time.Millisecond))
+	r.expire(c.exit.deadline.Add(-time.Millisecond))
 	if len(finished) != 0 {
 		t.Fatalf("c finished before its deadline")
 	}
-	r.expire(c.deadline)
+	r.expire(c.exit.deadline)
 	if id := next(); id != "c" {
 		t.Fatalf("finished %s, want c", id)
 	}
@@ -427,13 +426,12 @@ func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
 	}
 	// The task exits; its drain deadline passes while the pipe is paused.
 	t0 := time.Now()
-	p.exited = true
-	p.deadline = t0
+	p.exit = &procExit{deadline: t0}
 	r.draining = append(r.draining, p)
 	r.expire(t0)
-	if p.pipe < 0 || len(r.draining) != 1 || !p.deadline.Equal(t0.Add(logDrainDelay)) {
+	if p.pipe < 0 || len(r.draining) != 1 || !p.exit.deadline.Equal(t0.Add(logDrainDelay)) {
 		t.Fatalf("paused pipe at its drain deadline: pipe %d, %d draining, deadline +%v; want kept for another %v",
-			p.pipe, len(r.draining), p.deadline.Sub(t0), logDrainDelay)
+			p.pipe, len(r.draining), p.exit.deadline.Sub(t0), logDrainDelay)
 	}
 
 	release()
