@@ -35,8 +35,8 @@ import (
 // reading its pipe until EOF or logDrainDelay (members of the group left
 // running may hold the pipe open), then closes the pipe and hands the rest
 // (completing the log, reading the output file, reporting Finished) to a
-// short-lived goroutine, so that a report function that blocks never holds
-// up the other tasks.
+// finishing goroutine (see finisher), so that a report function that
+// blocks never holds up the other tasks.
 //
 // Writing the logs is the loop's own work: all output passes through one
 // goroutine (one core's worth of copying, where each task's copier could
@@ -62,6 +62,8 @@ type reactor struct {
 	draining []*proc // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
 	closing  []int   // descriptors to close once the current batch is handled
 	finished bool    // the current batch handed a proc to finish
+
+	finisher *finisher // runs each exited proc's finishing work
 }
 
 // proc is a running process watched by the reactor. It and its
@@ -162,7 +164,7 @@ func newReactor() (*reactor, error) {
 		f.Close()
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
-	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize)}
+	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle)}
 	go r.loop()
 	return r, nil
 }
@@ -404,11 +406,11 @@ func (r *reactor) expire(now time.Time) {
 	}
 }
 
-// finish hands p, reaped and with its pipe closed, to a goroutine that
-// completes the log and reports Finished.
+// finish hands p, reaped and with its pipe closed, to a finishing
+// goroutine (see finisher) that completes the log and reports Finished.
 func (r *reactor) finish(p *proc) {
 	p.done = true
-	go func() {
+	r.finisher.run(func() {
 		note := p.h.stopNote()
 		if p.fin.capped != nil {
 			if note != "" {
@@ -419,7 +421,7 @@ func (r *reactor) finish(p *proc) {
 			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
 		p.fin.report(p.exit.status, p.exit.waitErr, p.report)
-	}()
+	})
 	r.finished = true
 }
 

@@ -230,7 +230,7 @@ func handDrivenReactor(t *testing.T) *reactor {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(epfd) })
-	return &reactor{epfd: epfd, buf: make([]byte, copyBufSize)}
+	return &reactor{epfd: epfd, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle)}
 }
 
 // TestReactorDrainDeadlines drives a reactor's drain queue by hand (no
@@ -500,5 +500,36 @@ func TestProcessLeavesNoDescriptors(t *testing.T) {
 		if n := openFDs(); n > before {
 			t.Errorf("noReactor %v: %d descriptors open after 3 attempts, %d before", noReactor, n, before)
 		}
+	}
+}
+
+// TestReactorFinishesOnKeptGoroutines: attempts that end one after
+// another are finished on the reactor's kept workers (see finisher), not
+// on a goroutine started for each exit. Not parallel: the reactor is the
+// process's.
+func TestReactorFinishesOnKeptGoroutines(t *testing.T) {
+	if os.Getenv(noReactorEnv) != "" {
+		t.Skip("the reactor's")
+	}
+	r, err := theReactor()
+	if err != nil {
+		t.Skip("no reactor on this system:", err)
+	}
+	started := func() int {
+		r.finisher.mu.Lock()
+		defer r.finisher.mu.Unlock()
+		return r.finisher.started
+	}
+	before := started()
+	const n = 10
+	for i := range n {
+		job := newTestJob(t, "true")
+		job.TaskID = fmt.Sprintf("t%d", i)
+		runJob(t, job)
+	}
+	// A worker may not have parked yet when the next exit comes (a busy
+	// machine): a few more may start, never one an exit.
+	if d := started() - before; d > n/3 {
+		t.Errorf("%d finishing goroutines started for %d attempts one after another, want a few at most", d, n)
 	}
 }
