@@ -921,17 +921,19 @@ func (e *Engine) report(ev executors.Event) { e.inbox.push(event{exec: &ev}) }
 // gives it, and spawns the first attempt waiting for one, before the
 // report goes to the loop: on the executor's goroutine, with no loop turn
 // and no fsync in between (its dispatch is durable already).
+//
+// The function is one allocation, kept while the attempt runs: a closure
+// of e and a alone (issue 27: memory per running task).
 func (e *Engine) reporter(a *attempt) func(executors.Event) {
-	report := e.reportStartedQuietly
-	if a.eager {
-		report = e.report
-	}
 	if !a.slot.early { // early is set once, at dispatch
-		return report
+		if a.eager {
+			return e.report
+		}
+		return e.reportStartedQuietly
 	}
 	return func(ev executors.Event) {
 		if ev.Kind != executors.Finished {
-			report(ev)
+			e.reportOf(a, ev)
 			return
 		}
 		next, waiting := e.slots.leave(a)
@@ -940,12 +942,22 @@ func (e *Engine) reporter(a *attempt) func(executors.Event) {
 			// need not wake for this end alone (see pushQuiet).
 			e.inbox.pushQuiet(event{exec: &ev}, e.startedDelay, e.startedNow)
 		} else {
-			report(ev)
+			e.reportOf(a, ev)
 		}
 		for _, s := range next {
 			e.spawn(s.a, s.prep)
 		}
 	}
+}
+
+// reportOf reports ev of attempt a: at once if a is held (eager, set
+// before its spawn), its Started quietly otherwise.
+func (e *Engine) reportOf(a *attempt, ev executors.Event) {
+	if a.eager {
+		e.report(ev)
+		return
+	}
+	e.reportStartedQuietly(ev)
 }
 
 func (e *Engine) reportStartedQuietly(ev executors.Event) {

@@ -416,3 +416,25 @@ type fakePrepared struct{}
 
 func (fakePrepared) Start(func(executors.Event)) (executors.Handle, error) { return nil, nil }
 func (fakePrepared) Abort()                                                {}
+
+// TestReporterIsOneAllocation: the report function an attempt's executor
+// keeps while the attempt runs is one allocation: for an attempt that
+// gives its slot back on its end (a process), a closure of the engine and
+// the attempt (issue 27: memory per running task; it was two, the closure
+// and the report method it chose, bound to the engine); for the others,
+// that method bound to the engine.
+func TestReporterIsOneAllocation(t *testing.T) {
+	e := &Engine{}
+	for _, tc := range []struct {
+		early, eager bool
+		want         float64
+	}{{true, false, 1}, {true, true, 1}, {false, false, 1}, {false, true, 1}} {
+		a := &attempt{slot: &ticket{early: tc.early}, eager: tc.eager}
+		var keep func(executors.Event)
+		got := testing.AllocsPerRun(100, func() { keep = e.reporter(a) })
+		if got != tc.want {
+			t.Errorf("early %v, eager %v: %v allocations a reporter, want %v", tc.early, tc.eager, got, tc.want)
+		}
+		_ = keep
+	}
+}
