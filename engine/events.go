@@ -73,14 +73,15 @@ const EntryEnd = math.MaxInt32
 // String is the position as an event ID: "12.3", "12.3.1" for End, "12"
 // for the end of entry 12.
 func (p EventPos) String() string {
-	if p.Pos == EntryEnd {
-		return strconv.FormatUint(p.Index, 10)
+	var b [48]byte // one allocation, the string's: every event has an id
+	out := strconv.AppendUint(b[:0], p.Index, 10)
+	if p.Pos != EntryEnd {
+		out = strconv.AppendInt(append(out, '.'), int64(p.Pos), 10)
+		if p.End {
+			out = append(out, ".1"...)
+		}
 	}
-	s := strconv.FormatUint(p.Index, 10) + "." + strconv.Itoa(p.Pos)
-	if p.End {
-		s += ".1"
-	}
-	return s
+	return string(out)
 }
 
 // Before reports whether p comes before q in the log.

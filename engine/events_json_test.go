@@ -46,3 +46,25 @@ func TestPlainJSONEveryByte(t *testing.T) {
 		}
 	}
 }
+
+// TestEventPosString: an event id is written as docs/api.md says and read
+// back as the same position, in one allocation.
+func TestEventPosString(t *testing.T) {
+	for want, p := range map[string]EventPos{
+		"12.3": {Index: 12, Pos: 3}, "12.3.1": {Index: 12, Pos: 3, End: true}, "41": {Index: 41, Pos: EntryEnd},
+		"0.0": {}, "18446744073709551615.2147483646.1": {Index: 1<<64 - 1, Pos: EntryEnd - 1, End: true},
+	} {
+		got := p.String()
+		back, err := ParseEventPos(got)
+		if got != want || err != nil || back != p {
+			t.Errorf("%+v: %q, read back %+v %v; want %q", p, got, back, err, want)
+		}
+	}
+	p := EventPos{Index: 123456, Pos: 789}
+	if n := testing.AllocsPerRun(100, func() { idSink = p.String() }); n != 1 {
+		t.Errorf("String allocates %v times, want 1 (the string): every event has an id", n)
+	}
+}
+
+// idSink keeps the ids TestEventPosString makes on the heap, as an event does.
+var idSink string

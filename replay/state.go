@@ -279,7 +279,8 @@ func (t *Task) Key() string {
 	if t.Parent < 0 {
 		return t.Name
 	}
-	return t.Name + "[" + strconv.Itoa(t.Instance) + "]"
+	var b [64]byte // one allocation, the string's: an instance's key is asked per event
+	return string(t.AppendKey(b[:0]))
 }
 
 // AppendKey appends Key() to dst.
