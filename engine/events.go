@@ -128,18 +128,19 @@ var ErrEventsGone = errors.New("engine: events no longer in the log")
 // Without tasks, task records make no event (nobody takes them); the one
 // that ended its run is still followed by the run_finished.
 func eventsOf(st *replay.State, index uint64, recs []replay.Record, tasks bool, out []Event) []Event {
+	runs := runLookup{st: st}
 	for i, r := range recs {
 		pos := EventPos{Index: index, Pos: i}
 		var ev Event
 		if run, at, ok := taskRecord(r); ok && !tasks {
 			ev = Event{Run: run, At: ts(at)} // not sent: it may end its run
-		} else if ev, ok = eventOf(st, r); ok {
+		} else if ev, ok = eventOf(&runs, r); ok {
 			ev.ID, ev.Pos = pos.String(), pos
 			out = append(out, ev)
 		} else {
 			continue
 		}
-		if run := st.Runs[ev.Run]; run != nil && endsRun(run, recs[i+1:], ev) {
+		if run := runs.get(ev.Run); run != nil && endsRun(run, recs[i+1:], ev) {
 			end := EventPos{Index: index, Pos: i, End: true}
 			out = append(out, Event{ID: end.String(), Pos: end, Type: "run_finished", Run: run.ID,
 				Workflow: run.Workflow, Status: string(run.Status), At: ts(run.FinishedAt)})
@@ -183,14 +184,14 @@ func taskRecord(r replay.Record) (run string, at int64, ok bool) {
 }
 
 // eventOf is the event of one record, if it has one.
-func eventOf(st *replay.State, r replay.Record) (Event, bool) {
+func eventOf(runs *runLookup, r replay.Record) (Event, bool) {
 	switch r := r.(type) {
 	case *replay.TaskDispatched:
-		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "dispatched", r.At), true
+		return taskEvent(runs, r.TaskRef, r.Kind(), r.Attempt, "dispatched", r.At), true
 	case *replay.TaskStarted:
-		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "running", r.At), true
+		return taskEvent(runs, r.TaskRef, r.Kind(), r.Attempt, "running", r.At), true
 	case *replay.TaskFinished:
-		ev := taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "failed", r.At)
+		ev := taskEvent(runs, r.TaskRef, r.Kind(), r.Attempt, "failed", r.At)
 		if r.OK {
 			ev.Status = "success"
 		}
@@ -198,27 +199,27 @@ func eventOf(st *replay.State, r replay.Record) (Event, bool) {
 		ev.ExitCode, ev.Error = &code, r.Error
 		return ev, true
 	case *replay.TaskInterrupted:
-		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "interrupted", r.At), true
+		return taskEvent(runs, r.TaskRef, r.Kind(), r.Attempt, "interrupted", r.At), true
 	case *replay.TaskMarked:
-		ev := taskEvent(st, r.TaskRef, r.Kind(), 0, "failed", r.At)
+		ev := taskEvent(runs, r.TaskRef, r.Kind(), 0, "failed", r.At)
 		if r.OK {
 			ev.Status = "success"
 		}
 		ev.Error = replay.MarkedNote(r.OK)
 		return ev, true
 	case *replay.TaskDeferred:
-		return taskEvent(st, r.TaskRef, r.Kind(), r.Attempt, "running", r.At), true
+		return taskEvent(runs, r.TaskRef, r.Kind(), r.Attempt, "running", r.At), true
 	case *replay.RunCreated:
-		return runEvent(st, r.ID, r.Workflow, "run_created", "pending", r.At), true
+		return runEvent(runs, r.ID, r.Workflow, "run_created", "pending", r.At), true
 	case *replay.CronFired:
 		if r.RunID == "" {
 			return Event{}, false
 		}
-		return runEvent(st, r.RunID, r.Workflow, "run_created", "pending", r.At), true
+		return runEvent(runs, r.RunID, r.Workflow, "run_created", "pending", r.At), true
 	case *replay.RunCancelRequested:
-		return runEvent(st, r.ID, "", r.Kind().String(), "cancelling", r.At), true
+		return runEvent(runs, r.ID, "", r.Kind().String(), "cancelling", r.At), true
 	case *replay.RunRetried:
-		return runEvent(st, r.ID, "", r.Kind().String(), "pending", r.At), true
+		return runEvent(runs, r.ID, "", r.Kind().String(), "pending", r.At), true
 	case *replay.WorkflowPut:
 		return Event{Type: r.Kind().String(), Workflow: r.Spec.Name, At: ts(r.At)}, true
 	case *replay.WorkflowDeleted:
@@ -230,9 +231,26 @@ func eventOf(st *replay.State, r replay.Record) (Event, bool) {
 	return Event{}, false
 }
 
-func taskEvent(st *replay.State, ref replay.TaskRef, k replay.Kind, attempt int, status string, at int64) Event {
+// runLookup finds runs in st, keeping the last one found: the records of
+// an entry are mostly about one run, and a big state's map is slow to
+// search (two lookups an event, before).
+type runLookup struct {
+	st  *replay.State
+	id  string
+	run *replay.Run
+}
+
+func (l *runLookup) get(id string) *replay.Run {
+	if l.run == nil || id != l.id {
+		l.id, l.run = id, l.st.Runs[id]
+	}
+	return l.run
+}
+
+func taskEvent(runs *runLookup, ref replay.TaskRef, k replay.Kind, attempt int, status string, at int64) Event {
 	ev := Event{Type: k.String(), Run: ref.Run, Attempt: attempt, Status: status, At: ts(at)}
-	if t, err := st.Task(ref); err == nil {
+	if run := runs.get(ref.Run); run != nil && ref.Task >= 0 && ref.Task < len(run.Tasks) {
+		t := run.Tasks[ref.Task]
 		ev.Workflow, ev.Task, ev.TaskSeq = t.Run.Workflow, t.Key(), t.Seq
 		if t.Parent >= 0 {
 			ev.FanOut, ev.Instance = t.Name, t.Instance
@@ -241,8 +259,8 @@ func taskEvent(st *replay.State, ref replay.TaskRef, k replay.Kind, attempt int,
 	return ev
 }
 
-func runEvent(st *replay.State, id, wf, typ, status string, at int64) Event {
-	if run := st.Runs[id]; run != nil {
+func runEvent(runs *runLookup, id, wf, typ, status string, at int64) Event {
+	if run := runs.get(id); run != nil {
 		wf = run.Workflow
 	}
 	return Event{Type: typ, Run: id, Workflow: wf, Status: status, At: ts(at)}
