@@ -17,7 +17,8 @@
 //     under the write lock, so readers never see state that is not durable.
 //     A turn's one process start with no event waiting (a chain's next
 //     step) is prepared so too, and spawned by the loop itself in step 5,
-//     after the answers (see Engine.loneStart);
+//     after the answers, when a launcher worker is free to prepare it at
+//     once (see Engine.loneStart);
 //  5. tell the waiting starts that the frame is durable (they spawn) or
 //     failed (they remove what they prepared, and the turn waits until
 //     they have, so that a later dispatch of the same attempt cannot have

@@ -32,6 +32,7 @@ type launcher struct {
 	idle    sync.Cond // signalled when the queue is empty and no worker runs
 	queue   []func()
 	workers int
+	running int // workers running a job (or back from one, not yet locked)
 }
 
 func newLauncher() *launcher {
@@ -48,7 +49,9 @@ func (l *launcher) submit(jobs ...func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.queue = append(l.queue, jobs...)
-	for l.workers < launchWorkers && l.workers < len(l.queue) {
+	// A worker running no job takes one queued; one is started for each
+	// job beyond those, up to launchWorkers in all.
+	for l.workers < launchWorkers && l.workers-l.running < len(l.queue) {
 		l.workers++
 		go l.work()
 	}
@@ -60,9 +63,11 @@ func (l *launcher) work() {
 		job := l.queue[0]
 		l.queue[0] = nil
 		l.queue = l.queue[1:]
+		l.running++
 		l.mu.Unlock()
 		job()
 		l.mu.Lock()
+		l.running--
 	}
 	l.queue = nil // let the backing array go
 	l.workers--
@@ -70,6 +75,16 @@ func (l *launcher) work() {
 		l.idle.Broadcast()
 	}
 	l.mu.Unlock()
+}
+
+// startsAtOnce tells whether a job submitted now starts at once: nothing
+// is queued and a worker is free or may be started (see submit). Only the
+// loop submits, and workers only free up, so it still holds when the loop
+// submits right after.
+func (l *launcher) startsAtOnce() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) == 0 && l.running < launchWorkers
 }
 
 // wait returns once every job submitted so far has run (Close, and tests

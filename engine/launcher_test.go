@@ -422,3 +422,58 @@ func TestBootCompletesEveryInterruptedLog(t *testing.T) {
 		}
 	}
 }
+
+// TestLoneStartNeverWaitsBehindTheLauncher: a lone start is spawned by the
+// loop once the launcher has prepared it (see loneStart); while every
+// launcher worker is busy (starts and removals of earlier turns: a
+// backlog) the loop must not wait behind them for its one start, or it
+// answers nothing (no command, no executor report) for as long as the
+// backlog lasts. With every worker busy the chain's next step goes to the
+// launcher; with one free, its preparation starts at once on it.
+func TestLoneStartNeverWaitsBehindTheLauncher(t *testing.T) {
+	for _, busy := range []int{launchWorkers - 1, launchWorkers} {
+		t.Run(fmt.Sprintf("busy=%d", busy), func(t *testing.T) { loneStartBehindBusyLauncher(t, busy) })
+	}
+}
+
+func loneStartBehindBusyLauncher(t *testing.T, workers int) {
+	dir := t.TempDir()
+	p := newPreparing(t, dir)
+	e := openWithFault(t, dir, p, nil)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "chain", Tasks: []*workflow.Task{
+		{Name: "a", Executor: "process", Command: []string{"true"}},
+		{Name: "b", Executor: "process", Command: []string{"true"}, DependsOn: []string{"a"}},
+	}})
+	id := trigger(t, e, "chain")
+	a := p.next()
+	<-p.prepared // a's
+	// Launcher workers held by jobs of an earlier turn.
+	block, busy := make(chan struct{}), make(chan struct{})
+	for range workers {
+		e.launcher.submit(func() { busy <- struct{}{}; <-block })
+	}
+	for range workers {
+		<-busy
+	}
+	unblock := sync.OnceFunc(func() { close(block) })
+	defer unblock()
+	p.finish(a, true) // b's dispatch: the turn's one start, nothing waiting
+	waitFor(t, e, "b dispatched", func() bool { return taskView(e, id, "b").Status == "dispatched" })
+	answered := make(chan error, 1)
+	go func() { _, err := e.Trigger("chain", nil, "test"); answered <- err }()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("trigger while the launcher is busy: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		unblock()
+		t.Fatal("the loop answered no command while the launcher was busy: it waits for its lone start's preparation behind the launcher's backlog")
+	}
+	unblock()
+	// b, and the second run's a: the launcher starts them in any order.
+	if b := p.nextSorted(2, byTaskName)[1]; b.TaskName != "b" || b.RunID != id {
+		t.Fatalf("started %s of %s, want b of %s", b.TaskName, b.RunID, id)
+	}
+}

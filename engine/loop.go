@@ -693,10 +693,14 @@ func (e *Engine) startLone(p *prepared) {
 // loop, if it is a process that holds its slot, to the launcher to prepare
 // while the frame is fsynced, and leaves its spawn to the loop, once the
 // frame is durable (see effects): a chain's next step is spawned with no
-// goroutine to wake after the fsync. It returns nil otherwise (the
-// launcher starts the turn's starts: see launchAfter).
+// goroutine to wake after the fsync. Only when the launcher starts its
+// preparation at once: the loop then waits for that one preparation,
+// never behind the launcher's backlog (earlier turns' starts and
+// removals), which would hold up every command and report meanwhile. It
+// returns nil otherwise (the launcher starts the turn's starts: see
+// launchAfter).
 func (e *Engine) loneStart(starts []*start) *prepared {
-	if len(starts) != 1 || !e.inbox.empty() {
+	if len(starts) != 1 || !e.inbox.empty() || !e.launcher.startsAtOnce() {
 		return nil
 	}
 	s := starts[0]
