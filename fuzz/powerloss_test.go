@@ -255,7 +255,7 @@ func (s *scenario) run() error {
 		s.logf("generation %d: boot on %s (cut at I/O step %d)", g, filepath.Base(dir), crashAt)
 		model, e, err := s.boot(dir, image, crashAt, g, fx)
 		if err != nil {
-			if model == nil || !model.crashed || !errors.Is(err, errCrash) {
+			if model == nil || !model.isCrashed() || !errors.Is(err, errCrash) {
 				return fmt.Errorf("generation %d: boot failed: %w", g, err)
 			}
 			s.st.bootCrashes.Add(1)
@@ -288,7 +288,7 @@ func (s *scenario) run() error {
 		}
 		e.Start()
 		werr := s.workload(e, fx, model, actions, g == 0)
-		if !model.crashed {
+		if !model.isCrashed() {
 			s.st.idleCrashes.Add(1)
 		}
 		model.crash()
@@ -364,7 +364,7 @@ func (s *scenario) workload(e *engine.Engine, fx *fakeExec, m *diskModel, n int,
 	}
 	if first {
 		for i := range plWorkflows {
-			if m.crashed {
+			if m.isCrashed() {
 				return nil
 			}
 			if err := s.put(e, fx, m, i); err != nil {
@@ -372,7 +372,7 @@ func (s *scenario) workload(e *engine.Engine, fx *fakeExec, m *diskModel, n int,
 			}
 		}
 	}
-	for i := 0; i < n && !m.crashed; i++ {
+	for i := 0; i < n && !m.isCrashed(); i++ {
 		var err error
 		switch r := s.rng.IntN(100); {
 		case r < 22:
