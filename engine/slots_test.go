@@ -183,7 +183,13 @@ func TestAheadStartDeadlineCountsFromItsSlot(t *testing.T) {
 	if b := m.next(); b.TaskName != "b" {
 		t.Fatalf("started %s, want b", b.TaskName)
 	}
-	advance(59 * time.Second)
+	// No deadline is due 59s after b's slot, so no turn need follow the
+	// clock: waiting for one (advance) hung whenever a's end, pushed
+	// quietly, was committed before advance drained the turns. Every turn
+	// looks at the deadlines: settle's does, at the moved clock.
+	settle(t, e)
+	clock.Advance(59 * time.Second)
+	settle(t, e)
 	if b := taskView(e, id, "b"); b.Status != "dispatched" {
 		t.Fatalf("b is %s %q 59s after its spawn: want dispatched", b.Status, b.Error)
 	}
