@@ -64,6 +64,10 @@ type reactor struct {
 	finished bool    // the current batch handed a proc to finish
 
 	finisher *finisher // runs each exited proc's finishing work
+
+	// unwatchStep, when set (by tests), is called by unwatch between its
+	// two steps, without r.mu: a seam to interleave resume there.
+	unwatchStep func(fd int)
 }
 
 // proc is a running process watched by the reactor. It and its
@@ -269,14 +273,23 @@ func (r *reactor) nextDeadline() time.Time {
 	return time.Time{}
 }
 
-// unwatch removes fd from the epoll instance and the table; it is closed
-// after the current batch, so that its number cannot be reused (by a Start
-// meanwhile) while events of the batch may still name it.
+// unwatch removes fd from the table, then from the epoll instance; it is
+// closed after the current batch, so that its number cannot be reused (by
+// a Start meanwhile) while events of the batch may still name it.
+//
+// The table first: resume, on another goroutine, switches a pipe back
+// only if the table still names it under r.mu, so it never finds an entry
+// whose descriptor has left the epoll instance (its epoll_ctl would fail,
+// and warn of a log incomplete that is not). An event of the batch that
+// names fd meanwhile finds no proc and is skipped.
 func (r *reactor) unwatch(fd int) {
-	_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	r.mu.Lock()
 	r.procs.set(fd, nil)
 	r.mu.Unlock()
+	if r.unwatchStep != nil {
+		r.unwatchStep(fd)
+	}
+	_ = unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 	r.closing = append(r.closing, fd)
 }
 

@@ -2,6 +2,7 @@ package executors
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,6 +368,24 @@ func readyFds(t *testing.T, epfd int) map[int]bool {
 	return ready
 }
 
+// logPipeAndStandIn is a log pipe (non-blocking; the caller closes its
+// ends) and a pipe whose read end stands in for a pidfd (closed at the
+// test's end).
+func logPipeAndStandIn(t *testing.T) (pipe, stand [2]int) {
+	t.Helper()
+	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Pipe2(stand[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		unix.Close(stand[0])
+		unix.Close(stand[1])
+	})
+	return pipe, stand
+}
+
 // TestReactorPausesPipeWhileLogIsCreated drives a reactor by hand (no loop
 // goroutine): a task that writes more than maxEarly bytes before its log
 // exists has its pipe paused, not waited for (readPipe returns with the
@@ -376,15 +395,7 @@ func readyFds(t *testing.T, epfd int) map[int]bool {
 // order.
 func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
 	r := handDrivenReactor(t)
-	var pipe, stand [2]int
-	if err := unix.Pipe2(pipe[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Pipe2(stand[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(stand[0])
-	defer unix.Close(stand[1])
+	pipe, stand := logPipeAndStandIn(t)
 	writer := pipe[1]
 	defer func() { unix.Close(writer) }()
 	capped, path, release := delayedLog(t)
@@ -531,5 +542,66 @@ func TestReactorFinishesOnKeptGoroutines(t *testing.T) {
 	// machine): a few more may start, never one an exit.
 	if d := started() - before; d > n/3 {
 		t.Errorf("%d finishing goroutines started for %d attempts one after another, want a few at most", d, n)
+	}
+}
+
+// TestReactorResumeDuringUnwatchWarnsOfNothing: a log's creation that
+// ends (resume, on its own goroutine) while the loop unwatches the paused
+// pipe, between unwatch's two steps, finds the pipe unwatched and leaves
+// it: no false "task log incomplete" warning (the pipe was out of the
+// epoll instance but still in the table, and resume's epoll_ctl failed).
+// The pipe's number is named by no table entry once unwatch returns.
+func TestReactorResumeDuringUnwatchWarnsOfNothing(t *testing.T) {
+	r := handDrivenReactor(t)
+	pipe, stand := logPipeAndStandIn(t)
+	defer unix.Close(pipe[1])
+	var warnings syncBuffer
+	exec := newTestProcess(ProcessConfig{Logger: slog.New(slog.NewTextHandler(&warnings, nil))})
+	// A pipe stands in for the pidfd: the test never calls exited.
+	p := &proc{pid: -1, pidfd: stand[0], pipe: pipe[0], fin: finishInfo{p: exec, taskID: "t"}}
+	if err := r.add(p); err != nil {
+		t.Fatal(err)
+	}
+	// Paused as pause leaves it while the log is being created.
+	r.mu.Lock()
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_MOD, p.pipe, &unix.EpollEvent{Events: unix.EPOLLET, Fd: int32(p.pipe)}); err != nil {
+		r.mu.Unlock()
+		t.Fatal(err)
+	}
+	p.paused = p.pipe
+	r.mu.Unlock()
+
+	fd := p.pipe
+	resumed := false
+	r.unwatchStep = func(step int) {
+		if step == fd {
+			r.resume(p) // the log's creation ends now
+			resumed = true
+		}
+	}
+	r.unwatch(fd)
+	p.pipe = -1
+	defer func() {
+		for _, c := range r.closing {
+			unix.Close(c)
+		}
+	}()
+	if !resumed {
+		t.Fatal("unwatch did not reach the seam between its steps")
+	}
+	if w := warnings.String(); w != "" {
+		t.Errorf("daemon log = %q, want no warning: the pipe was unwatched, not lost", w)
+	}
+	r.mu.Lock()
+	entry, paused := r.procs.get(fd), p.paused
+	r.mu.Unlock()
+	if entry != nil || paused != -1 {
+		t.Errorf("after unwatch: table entry %v, paused %d; want none, -1", entry, paused)
+	}
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != unix.ENOENT {
+		t.Errorf("the pipe is still in the epoll instance (epoll_ctl DEL: %v)", err)
+	}
+	if len(r.closing) != 1 || r.closing[0] != fd {
+		t.Errorf("closing = %v, want the pipe %d, closed after the batch", r.closing, fd)
 	}
 }
