@@ -99,6 +99,10 @@ func (g *gate) take(t *replay.Task) {
 	}
 }
 
+// waitingReady is what waitingOn says of a pending task that nothing
+// holds: the engine dispatches it on its next turn (TaskView.Ready).
+const waitingReady = "ready: dispatching"
+
 // waitingOn lists why a pending task is not running, for the API: its
 // unfinished dependencies, or the gate that holds it, or full slots. g is
 // one gate for the whole read (views of big runs would otherwise build one
@@ -129,7 +133,7 @@ func (e *Engine) waitingOn(t *replay.Task, g *gate) []string {
 		held, ahead := e.slots.inUse()
 		return []string{fmt.Sprintf("executor slots full (%d of %d in use, %d dispatched ahead)", held, e.cfg.MaxConcurrent, ahead)}
 	}
-	return []string{"ready: dispatching"}
+	return []string{waitingReady}
 }
 
 // waitingAhead: a dispatched task whose attempt waits for an executor

@@ -118,6 +118,9 @@ func appendTaskJSON(dst []byte, v *TaskView, t *replay.Task) ([]byte, error) {
 	if v.Ahead {
 		dst = append(dst, `,"ahead":true`...)
 	}
+	if v.Ready {
+		dst = append(dst, `,"ready":true`...)
+	}
 	dst = appendInt(dst, `,"pid":`, v.PID)
 	if v.ExitCode != nil {
 		dst = strconv.AppendInt(append(dst, `,"exit_code":`...), int64(*v.ExitCode), 10)

@@ -78,3 +78,36 @@ func compareRunJSON(t *testing.T, e *Engine, id string) {
 		t.Fatalf("AppendTasks: %v\n%s\njson.Marshal:\n%s", err, gotTasks, wantTasks)
 	}
 }
+
+// TestReadyTaskSaysSo: a pending task that nothing holds says so in a
+// typed field (TaskView.Ready, "ready": true), which the power-loss
+// harness reads rather than waiting_on's words; one that waits for its
+// upstream does not, nor one dispatched. Here a is ready after a crash
+// (its attempt was interrupted) in an engine not started yet.
+func TestReadyTaskSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 4)
+	put(t, e, diamond("process"))
+	id := trigger(t, e, "diamond")
+	m.next()
+	crash(e)
+
+	m = newManual(t, dir)
+	e = openStopped(t, dir, m, 4)
+	a, b := taskView(e, id, "a"), taskView(e, id, "b")
+	if a.Status != "pending" || !a.Ready || len(a.WaitingOn) != 1 || a.WaitingOn[0] != waitingReady {
+		t.Fatalf("a is %s %q (ready %v): want pending, ready", a.Status, a.WaitingOn, a.Ready)
+	}
+	if b.Ready {
+		t.Fatalf("b, waiting on %q, says it is ready", b.WaitingOn)
+	}
+	compareRunJSON(t, e, id) // a's "ready": true, as json.Marshal writes it
+	e.Start()
+	defer e.Close()
+	m.next()
+	settle(t, e)
+	if a := taskView(e, id, "a"); a.Status != "running" && a.Status != "dispatched" || a.Ready {
+		t.Fatalf("a once started is %s (ready %v): want dispatched or running, not ready", a.Status, a.Ready)
+	}
+}

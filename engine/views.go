@@ -91,6 +91,7 @@ type TaskView struct {
 	Interruptions int             `json:"interruptions,omitempty"`
 	Paused        bool            `json:"paused,omitempty"` // not dispatched until resumed (orkwal pause RUN TASK)
 	Ahead         bool            `json:"ahead,omitempty"`  // dispatched ahead: its attempt waits for an executor slot (slots.go)
+	Ready         bool            `json:"ready,omitempty"`  // pending, held by nothing: dispatched on the engine's next turn (waitingReady)
 	PID           int             `json:"pid,omitempty"`
 	ExitCode      *int            `json:"exit_code,omitempty"`
 	Error         string          `json:"error,omitempty"`
@@ -204,7 +205,8 @@ func (e *Engine) fillTask(v *TaskView, t *replay.Task, g *gate, sc *taskScratch)
 		Retries: spec.Retries, Failures: t.Failures, DependsOn: spec.DependsOn, Interruptions: t.Interruptions,
 		Error: t.Error, DispatchedAt: sc.at(&sc.dispatched, t.DispatchedAt), StartedAt: sc.at(&sc.started, t.StartedAt),
 		FinishedAt: sc.at(&sc.finished, t.FinishedAt), NotBefore: sc.at(&sc.notBefore, t.NotBefore), WaitingOn: waiting,
-		Paused: t.Paused, Ahead: t.Status == replay.Dispatched && waiting != nil}
+		Paused: t.Paused, Ahead: t.Status == replay.Dispatched && waiting != nil,
+		Ready: t.Status == replay.Pending && len(waiting) == 1 && waiting[0] == waitingReady}
 	sc.attempts = appendAttempts(sc.attempts[:0], t.Attempts)
 	if len(sc.attempts) > 0 {
 		v.AttemptHistory = sc.attempts

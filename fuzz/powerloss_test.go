@@ -604,7 +604,7 @@ func (s *scenario) busy(e *engine.Engine, fx *fakeExec) string {
 				if r.CancelRequested && !stopped {
 					return fmt.Sprintf("%s attempt %d not stopped by the cancel", t.ID, t.Attempt)
 				}
-			case t.Status == "pending" && slices.Equal(t.WaitingOn, []string{"ready: dispatching"}):
+			case t.Ready:
 				return fmt.Sprintf("%s ready but not dispatched", t.ID)
 			}
 		}
