@@ -54,17 +54,32 @@ type fanSlot struct {
 // fanCounts is a window's fan-outs (nil unless filter.counts).
 type fanCounts struct {
 	eng    *engine.Engine
-	replay bool // a resumed stream's replay: count a run's fan-outs after its first event
-	nodes  map[fanKey]*fanCount
-	last   *fanCount       // the fan-out of the last instance event: the next is likely its
-	seen   map[string]bool // replay: the runs whose fan-outs were counted
-	ended  []string        // runs finished in this window: forgotten once it is taken
+	replay bool                            // a resumed stream's replay: count a run's fan-outs after its first event
+	nodes  map[string]map[string]*fanCount // by run, then fan-out name
+	last   *fanCount                       // the fan-out of the last instance event: the next is likely its
+	seen   map[string]bool                 // replay: the runs whose fan-outs were counted
+	ended  []string                        // runs finished in this window: forgotten once it is taken
 	buf    []byte
 	reads  int // instances' statuses read so far (tests)
 }
 
 func newFanCounts(eng *engine.Engine, replay bool) *fanCounts {
-	return &fanCounts{eng: eng, replay: replay, nodes: map[fanKey]*fanCount{}, seen: map[string]bool{}}
+	return &fanCounts{eng: eng, replay: replay, nodes: map[string]map[string]*fanCount{}, seen: map[string]bool{}}
+}
+
+// node is k's fan-out, known from now on (until its run ends).
+func (fc *fanCounts) node(k fanKey) *fanCount {
+	byName := fc.nodes[k.run]
+	if byName == nil {
+		byName = map[string]*fanCount{}
+		fc.nodes[k.run] = byName
+	}
+	n := byName[k.name]
+	if n == nil {
+		n = &fanCount{key: k}
+		byName[k.name] = n
+	}
+	return n
 }
 
 // instance places the counts of ev's fan-out at ev (moving them there from
@@ -75,11 +90,7 @@ func (st *eventWindow) instance(ev *engine.Event) {
 	fc := st.fans
 	n := fc.last
 	if n == nil || n.key.run != ev.Run || n.key.name != ev.FanOut {
-		k := fanKey{ev.Run, ev.FanOut}
-		if n = fc.nodes[k]; n == nil {
-			n = &fanCount{key: k, workflow: ev.Workflow}
-			fc.nodes[k] = n
-		}
+		n = fc.node(fanKey{ev.Run, ev.FanOut})
 		fc.last = n
 	}
 	n.touched = append(n.touched, ev.Instance)
@@ -134,12 +145,7 @@ func (fc *fanCounts) read(slots []fanSlot) {
 				continue
 			}
 			for _, name := range f.Names(s.run) {
-				k := fanKey{s.run, name}
-				n := fc.nodes[k]
-				if n == nil {
-					n = &fanCount{key: k}
-					fc.nodes[k] = n
-				}
+				n := fc.node(fanKey{s.run, name})
 				fc.readOne(f, n, true)
 				s.nodes = append(s.nodes, n)
 			}
@@ -224,11 +230,7 @@ func (fc *fanCounts) taken(slots []fanSlot) {
 	}
 	fc.last = nil
 	for _, run := range fc.ended {
-		for k := range fc.nodes {
-			if k.run == run {
-				delete(fc.nodes, k)
-			}
-		}
+		delete(fc.nodes, run) // not a pass over every run's fan-outs an ended run
 	}
 	fc.ended = fc.ended[:0]
 }
