@@ -423,13 +423,18 @@ func appendEvent(b []byte, id, name string, data []byte) []byte {
 }
 
 // appendEventHead is an event's frame up to its data: the one place that
-// lays out the lines before it (framesAfter reads the id line).
+// lays out the lines before it (framesAfter reads the id line). With no
+// id, the frame has no id line (a client's last id stays as it was).
 func appendEventHead(b []byte, id, name string) []byte {
-	b = append(b, "id: "...)
-	b = append(b, id...)
-	if name != "" {
-		b = append(b, "\nevent: "...)
-		b = append(b, name...)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
 	}
-	return append(b, "\ndata: "...)
+	if name != "" {
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, '\n')
+	}
+	return append(b, "data: "...)
 }

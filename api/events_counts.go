@@ -212,11 +212,7 @@ func (fc *fanCounts) appendCounts(n *fanCount, id string, at time.Time) []byte {
 	}
 	ev := engine.Event{ID: id, Type: "instance_counts", Run: n.key.run, Workflow: n.workflow, Task: n.key.name,
 		Instances: len(n.status), Counts: n.counts, At: at}
-	if id != "" {
-		fc.buf = frameEvent(fc.buf, &ev)
-	} else {
-		fc.buf = append(engine.AppendEventJSON(append(fc.buf, "data: "...), &ev), "\n\n"...)
-	}
+	fc.buf = frameEvent(fc.buf, &ev)
 	return fc.buf
 }
 
