@@ -7,17 +7,20 @@ import (
 )
 
 // The one seam for fault injection: every change this package makes to a
-// folder or a file, every fsync, and every fault point of an append
-// (Options.Fault) go through doIO, which calls ioHook first. So a test can
-// log any sequence of calls (Open's recovery, an append's write, padding,
-// fdatasync and take-back, a segment's creation, the mark, TruncateFront,
-// CutAt) and fail any of them in its place: fsio_test.go checks that
-// every change is made durable before Open returns, in the order the
-// comments at each step argue. Options.Fault is how other packages (the
-// engine's tests, the power-loss harness) reach the same seam: it is the
-// work of the ioStep calls (faultAt), which ioHook sees too.
+// log's folder or its files (the lock file aside: lock.go), every fsync,
+// and every fault point (Options.Fault: an append's, Open's tail fsync,
+// TruncateFront's) go through doIO, which calls ioHook first. So a test
+// can log any sequence of calls (Open's recovery, an append's write,
+// padding, fdatasync and take-back, a segment's creation, the mark,
+// TruncateFront, CutAt) and fail any of them in its place: fsio_test.go
+// checks that every change is made durable before Open returns, in the
+// order the comments at each step argue. Options.Fault is how other
+// packages (the engine's tests, the power-loss harness) reach the same
+// seam: it is the work of the ioStep calls (faultAt), which ioHook sees
+// too.
 
-// ioKind names a folder change or an fsync, for ioHook.
+// ioKind names a change to a folder or a file, an fsync, or a fault
+// point, for ioHook.
 type ioKind string
 
 const (
@@ -30,7 +33,7 @@ const (
 	ioSync     ioKind = "fsync"    // a file's fsync (path)
 	ioDirSync  ioKind = "dirsync"  // a folder's fsync (path)
 	ioDataSync ioKind = "datasync" // a file's fdatasync (path): an append's, or its take-back's
-	ioStep     ioKind = "step"     // an append's fault point (op, index; path: its file or folder): Options.Fault
+	ioStep     ioKind = "step"     // a fault point (op, index; path: its file or folder): Options.Fault
 )
 
 // ioCall is one call, as ioHook sees it.
