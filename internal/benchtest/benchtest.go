@@ -1,14 +1,15 @@
 // Package benchtest holds what the tests and benchmarks of every package
-// (wal, executors, engine, api, cmd/orkwal) measure with: the CPU time of the process, of its calling thread and of
-// the children it has reaped; a run's wall and CPU cost; the floor a bare
-// Go program sets (spawns of `true`, fsyncs of a plain file); nearest-rank
-// percentiles. CPU time is the figure that holds on a shared, noisy
-// machine: it shows what the code costs apart from waiting for a core.
+// (wal, executors, engine, api, cmd/orkwal) measure with: the CPU time of
+// the process, of its calling thread and of the children it has reaped; a
+// run's wall and CPU cost; the floor a bare Go program sets (spawns of
+// `true`, fsyncs of a plain file); nearest-rank percentiles. CPU time is
+// the figure that holds on a shared, noisy machine: it shows what the code
+// costs apart from waiting for a core.
 //
 // Benchmarks and tests only (no package's own code imports it:
 // TestImportsFollowTheTable); it imports nothing of orkwal, so that wal's
-// tests may use it too. Linux: the
-// thread's CPU time is CLOCK_THREAD_CPUTIME_ID's.
+// tests may use it too. Linux: the thread's CPU time is
+// CLOCK_THREAD_CPUTIME_ID's.
 package benchtest
 
 import (
