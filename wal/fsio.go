@@ -145,9 +145,7 @@ func dataSync(f *os.File) error {
 
 // SyncDir fsyncs a folder so that file creations, renames and removals in
 // it are durable.
-func SyncDir(dir string) error { return syncDir(dir) }
-
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("wal: open folder %s: %w", dir, err)
@@ -159,10 +157,10 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// syncDirFor is syncDir at a step of recovery or repair: its failure is
+// syncDirFor is SyncDir at a step of recovery or repair: its failure is
 // ErrSync (fatal: never retried), saying what the fsync was for.
 func syncDirFor(dir, what string) error {
-	if err := syncDir(dir); err != nil {
+	if err := SyncDir(dir); err != nil {
 		return fmt.Errorf("wal: %w: %s: %w", ErrSync, what, err)
 	}
 	return nil

@@ -410,7 +410,7 @@ func (l *Log) write(records [][]byte) (uint64, error) {
 	}
 	l.SyncLatency.Observe(time.Since(start))
 	if created {
-		if err := l.sync(OpDirSync, index, l.dir, func() error { return syncDir(l.dir) }); err != nil {
+		if err := l.sync(OpDirSync, index, l.dir, func() error { return SyncDir(l.dir) }); err != nil {
 			return 0, l.fail(fmt.Errorf("%w: folder after index %d: %w", ErrSync, index, err))
 		}
 	}
