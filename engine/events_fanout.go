@@ -27,12 +27,8 @@ func (e *Engine) ReadFanOuts(fn func(FanOuts)) {
 
 // Names is the names of run's expanded fan-outs, in its workflow's order.
 func (f FanOuts) Names(run string) []string {
-	r := f.st.Runs[run]
-	if r == nil {
-		return nil
-	}
 	var names []string
-	for _, t := range r.Tasks[:min(len(r.Tasks), len(r.Spec.Tasks))] {
+	for _, t := range f.nodes(run) {
 		if t.Parent < 0 && t.Expanded {
 			names = append(names, t.Name)
 		}
@@ -41,19 +37,25 @@ func (f FanOuts) Names(run string) []string {
 }
 
 // FanOut is run's fan-out name, once expanded (false: no such run, or no
-// such expanded fan-out in it). A run's spec tasks come first in its
-// tasks, its instances after them.
+// such expanded fan-out in it).
 func (f FanOuts) FanOut(run, name string) (FanOut, bool) {
-	r := f.st.Runs[run]
-	if r == nil {
-		return FanOut{}, false
-	}
-	for _, t := range r.Tasks[:min(len(r.Tasks), len(r.Spec.Tasks))] {
+	for _, t := range f.nodes(run) {
 		if t.Name == name && t.Parent < 0 {
 			return FanOut{t}, t.Expanded
 		}
 	}
 	return FanOut{}, false
+}
+
+// nodes is run's tasks as its workflow defines them, nil if there is no
+// such run: a run's spec tasks come first in its tasks, its instances
+// after them.
+func (f FanOuts) nodes(run string) []*replay.Task {
+	r := f.st.Runs[run]
+	if r == nil {
+		return nil
+	}
+	return r.Tasks[:min(len(r.Tasks), len(r.Spec.Tasks))]
 }
 
 // Workflow is the workflow of the fan-out's run.
