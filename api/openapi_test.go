@@ -3,10 +3,12 @@ package api
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
@@ -62,4 +64,85 @@ func TestServesTheWorkflowSchema(t *testing.T) {
 	if code != 200 || body != string(workflow.Schema) {
 		t.Fatalf("GET /schema/workflow.json: %d, %d bytes; want 200 and the %d bytes of workflow.Schema", code, len(body), len(workflow.Schema))
 	}
+}
+
+// TestOpenAPINamesEveryViewField: every JSON field of the engine's views
+// (what the API writes) is a property of its schema in openapi.json, and
+// every property of those schemas is a field: a field set only in states
+// TestOpenAPIIsTrue does not reach (ahead, ready) is checked here.
+func TestOpenAPINamesEveryViewField(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Items struct {
+						Properties map[string]json.RawMessage `json:"properties"`
+					} `json:"items"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc.Components.Schemas
+	props := func(schema, array string) map[string]bool {
+		out := map[string]bool{}
+		if array == "" {
+			for k := range schemas[schema].Properties {
+				out[k] = true
+			}
+			return out
+		}
+		for k := range schemas[schema].Properties[array].Items.Properties {
+			out[k] = true
+		}
+		return out
+	}
+	for _, c := range []struct {
+		schema, array string
+		view          any
+	}{
+		{"Task", "", engine.TaskView{}},
+		{"Task", "attempts", engine.AttemptView{}},
+		{"Run", "", engine.RunView{}},
+		{"Workflow", "", engine.WorkflowView{}},
+		{"Schedule", "", engine.ScheduleView{}},
+		{"Schedule", "fires", engine.FireView{}},
+		{"Alert", "", engine.AlertView{}},
+		{"Delivery", "", engine.DeliveryView{}},
+	} {
+		documented := props(c.schema, c.array)
+		name := c.schema
+		if c.array != "" {
+			name += "." + c.array
+		}
+		for _, f := range jsonFields(reflect.TypeOf(c.view)) {
+			if !documented[f] {
+				t.Errorf("openapi.json: %s has no property %q, which %T writes", name, f, c.view)
+			}
+			delete(documented, f)
+		}
+		for f := range documented {
+			t.Errorf("openapi.json: %s has a property %q that %T never writes", name, f, c.view)
+		}
+	}
+}
+
+// jsonFields are the JSON names of a struct's exported fields.
+func jsonFields(typ reflect.Type) []string {
+	var out []string
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
 }
