@@ -40,6 +40,18 @@ import (
 //     wal.Open cuts (with fsyncs) and the first segment it creates in an
 //     empty folder (folder fsynced): both are modelled as their result.
 //
+// At each hook call the wal's writer waits in the hook, so the folder is
+// still: the model keeps a copy of it then (seen: the newest segment read
+// again, an older one kept from when it was first read or last changed
+// size, for after the trim of its padding it never changes; the mark's
+// name), and builds every image, and reads the frames written, from that
+// copy, never from the live files. An idle crash (crash, called
+// by the harness between I/O points) may come while an append is under
+// way: a read of its file could see part of a sector as it was and part
+// as written, an image no power cut can leave. Its image is the one a cut
+// just after the last hook call leaves (the writes since then all lost,
+// as a power cut may lose them).
+//
 // At the crash step the hook returns errCrash (so nothing more is written:
 // the log is poisoned) after building the post-crash image of the folder in
 // another directory: each segment's durable entries, plus, chosen by the
@@ -75,6 +87,7 @@ type diskModel struct {
 	image    string        // where the post-crash data folder goes
 	res      crashResult
 	hist     [][][]byte // every frame written, index 1 first (truncated ones included)
+	seen     walCopy    // the wal folder at the last hook call: what images are built from
 
 	// Compaction (snapmodel_test.go).
 	begun, started, released int // background compactions decided, at their start, let run
@@ -82,6 +95,13 @@ type diskModel struct {
 	compactSteps             int               // CompactFault I/O steps
 	snapDirDurable           bool              // snapshots/ is a durable name in the data folder
 	snapDurable              map[string][]byte // the durable listing of snapshots/, with contents
+}
+
+// walCopy is a wal folder as the model last saw it, still (at a hook call).
+type walCopy struct {
+	segs  []segFile         // by first index
+	data  map[string][]byte // each segment's bytes
+	marks []string          // the names of the folder's mark files (wal/mark.go)
 }
 
 // crashResult describes the crash and its image.
@@ -105,6 +125,7 @@ func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][
 		durSize: map[string]int64{}, durEnd: map[string]int64{}, durName: map[string]bool{}, crashAt: crashAt, crashCh: make(chan struct{}), rng: rng, image: image,
 		hist: append([][][]byte(nil), hist...)}
 	m.gate = sync.NewCond(&m.mu)
+	m.seen.data = map[string][]byte{}
 	m.snapDurable, m.snapDirDurable = readSnapDir(dataDir) // what survived the previous cut; boot fsyncs the data folder
 	segs, err := listSegs(m.walDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -136,6 +157,11 @@ func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][
 			}
 		}
 	}
+	// What boot starts from, until its first hook call (wal.Open's
+	// OpOpenSync) shows the folder as its recovery left it.
+	if err := m.look(segs); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -149,7 +175,7 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 	m.steps++
 	if op == wal.OpTruncate {
 		// The frames about to go: the history keeps them.
-		if err := m.mergeLog(); err != nil {
+		if err := m.mergeLog(m.walDir); err != nil {
 			m.crashErr = err
 			m.crashLocked(op, index)
 			return errCrash
@@ -162,7 +188,10 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 		m.crashLocked(op, index)
 		return errCrash
 	}
-	if err := m.observe(segs); err != nil {
+	if err := m.observe(segs); err == nil {
+		err = m.look(segs)
+	}
+	if err != nil {
 		m.crashErr = err
 		m.crashLocked(op, index)
 		return errCrash
@@ -175,12 +204,7 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 	case wal.OpSync:
 		m.synced = max(m.synced, index)
 		newest := segs[len(segs)-1]
-		data, err := os.ReadFile(filepath.Join(m.walDir, newest.name))
-		if err != nil {
-			m.crashErr = err
-			m.crashLocked(op, index)
-			return errCrash
-		}
+		data := m.seen.data[newest.name]
 		m.durSize[newest.name], m.durEnd[newest.name] = int64(len(data)), validPrefix(data, newest.first)
 	case wal.OpDirSync:
 		for _, s := range segs {
@@ -207,6 +231,64 @@ func (m *diskModel) observe(segs []segFile) error {
 		}
 		if i < len(segs)-1 {
 			m.durSize[s.name], m.durEnd[s.name] = s.size, s.size // every frame fsynced by its commit
+		}
+	}
+	return nil
+}
+
+// look copies the wal folder, still at a hook call, into m.seen: the
+// newest segment is read again (its entries are written into its padding),
+// an older one only when first seen or when its size changed (the wal
+// trims the tail's padding as it rolls; after that it never changes), and
+// the mark's name.
+func (m *diskModel) look(segs []segFile) error {
+	for i, s := range segs {
+		if b, ok := m.seen.data[s.name]; ok && i < len(segs)-1 && int64(len(b)) == s.size {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
+		if err != nil {
+			return err
+		}
+		m.seen.data[s.name] = data
+	}
+	m.seen.segs = append(m.seen.segs[:0], segs...)
+	m.seen.forgetRemoved()
+	marks, err := filepath.Glob(filepath.Join(m.walDir, "newest-*"))
+	m.seen.marks = marks
+	return err
+}
+
+// forgetRemoved drops the bytes of segments no longer in c.segs (a front
+// truncation removed them).
+func (c *walCopy) forgetRemoved() {
+	if len(c.data) == len(c.segs) {
+		return
+	}
+	keep := make(map[string]bool, len(c.segs))
+	for _, s := range c.segs {
+		keep[s.name] = true
+	}
+	for name := range c.data {
+		if !keep[name] {
+			delete(c.data, name)
+		}
+	}
+}
+
+// write writes the copy into dir, a wal folder.
+func (c *walCopy) write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, mk := range c.marks {
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(mk)), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.segs {
+		if err := os.WriteFile(filepath.Join(dir, s.name), c.data[s.name], 0o644); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -242,19 +324,14 @@ func (m *diskModel) scan() ([]segFile, error) {
 }
 
 // crash cuts the power now, between I/O points (an idle crash), unless the
-// crash already happened.
+// crash already happened. An append may be under way: the image is the
+// folder as the last hook call saw it (m.seen), with what was not yet
+// durable then kept or lost as at any cut; the writes since are lost.
 func (m *diskModel) crash() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.crashed {
 		return
-	}
-	segs, err := m.scan()
-	if err == nil {
-		err = m.observe(segs)
-	}
-	if err != nil {
-		m.crashErr = err
 	}
 	m.crashLocked("", 0)
 }
@@ -264,7 +341,7 @@ func (m *diskModel) crashLocked(op wal.Op, index uint64) {
 	m.gate.Broadcast()
 	defer close(m.crashCh)
 	m.res.op, m.res.index, m.res.step = op, index, m.steps
-	if err := m.mergeLog(); err != nil && m.crashErr == nil {
+	if err := m.mergeSeen(); err != nil && m.crashErr == nil {
 		m.crashErr = fmt.Errorf("reading the frames written before the crash: %w", err)
 	}
 	written := m.hist
@@ -273,33 +350,46 @@ func (m *diskModel) crashLocked(op wal.Op, index uint64) {
 	if index > 0 {
 		m.res.committed = index - 1
 	}
-	idle := op == ""
-	if idle {
-		// The power goes between I/O points, but an append may be under
-		// way meanwhile: its frame may be on disk before its fsync's
-		// hook (then the scan above saw it, yet it is not committed), or
-		// land after the scan (then the image may still read it). Only
-		// the frames whose fsync happened are committed, and written is
-		// completed from the image below.
+	if op == "" {
+		// The power goes between I/O points, but an append may have been
+		// under way at the last one: its frame was written, its fsync's
+		// hook not yet called. Only the frames whose fsync happened are
+		// committed.
 		m.res.committed = min(m.res.committed, m.synced)
 	}
 	if m.crashErr == nil {
 		m.crashErr = m.buildImage()
 	}
-	if idle && m.crashErr == nil {
-		// A frame written after the scan and kept by the image is written,
-		// never acknowledged (its fsync's hook now fails).
-		if first, frames, err := readLog(filepath.Join(m.image, "wal")); err == nil && first > 0 {
-			for i, f := range frames {
-				if idx := first + uint64(i); idx == uint64(len(m.res.written))+1 {
-					m.res.written = append(m.res.written, f)
-				}
-			}
-		}
+	if m.crashErr == nil {
+		m.crashErr = verifyImage(filepath.Join(m.image, "wal"))
 	}
 }
 
-// buildImage writes the post-crash data folder into m.image.
+// mergeSeen adds the frames of the model's copy of the wal folder to the
+// history: the copy is written to a folder beside the image and read as a
+// log.
+func (m *diskModel) mergeSeen() error {
+	dir := m.image + ".seen"
+	defer os.RemoveAll(dir)
+	if err := m.seen.write(dir); err != nil {
+		return err
+	}
+	return m.mergeLog(dir)
+}
+
+// verifyImage checks that the wal folder of an image is one a boot takes
+// (a torn tail it cuts or restores, nothing it refuses): an image the wal
+// refuses is the model's failure, said as such, since no power cut leaves
+// one.
+func verifyImage(dir string) error {
+	if _, err := wal.VerifyDirFrom(dir, 0, func(uint64, [][]byte) error { return nil }); err != nil {
+		return fmt.Errorf("disk model built an image no power cut can leave: %w", err)
+	}
+	return nil
+}
+
+// buildImage writes the post-crash data folder into m.image, from the
+// model's copy of the wal folder (m.seen).
 func (m *diskModel) buildImage() error {
 	dst := filepath.Join(m.image, "wal")
 	if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -318,16 +408,12 @@ func (m *diskModel) buildImage() error {
 	// The folder's mark (wal/mark.go) is durable as it stands: it moves
 	// with a rename and a folder fsync, between two I/O points, and only
 	// to a segment whose name and first entry are durable.
-	marks, _ := filepath.Glob(filepath.Join(m.walDir, "newest-*"))
-	for _, mk := range marks {
+	for _, mk := range m.seen.marks {
 		if err := os.WriteFile(filepath.Join(dst, filepath.Base(mk)), nil, 0o600); err != nil {
 			return err
 		}
 	}
-	segs, err := listSegs(m.walDir)
-	if err != nil {
-		return err
-	}
+	segs := m.seen.segs
 	var fresh []segFile // created, not yet made durable by a folder fsync
 	for _, s := range segs {
 		if !m.durName[s.name] {
@@ -347,10 +433,7 @@ func (m *diskModel) buildImage() error {
 			}
 			keepFresh--
 		}
-		data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
-		if err != nil {
-			return err
-		}
+		data := m.seen.data[s.name]
 		d := min(m.durSize[s.name], int64(len(data)))
 		e := min(m.durEnd[s.name], d)
 		out := append([]byte(nil), data[:e]...)
@@ -542,9 +625,11 @@ func headerSumOK(f []byte, hdr int, want uint32) bool {
 	return uint32(xxhash.Sum64(append(b, f[:hdr]...))) == want
 }
 
-// mergeLog adds the frames of the wal folder to the history (under mu).
-func (m *diskModel) mergeLog() error {
-	first, frames, err := readLog(m.walDir)
+// mergeLog adds the frames of the wal folder dir (still: the live one at a
+// hook call or with no engine running, else a copy) to the history (under
+// mu).
+func (m *diskModel) mergeLog(dir string) error {
+	first, frames, err := readLog(dir)
 	if err != nil {
 		return err
 	}
@@ -567,11 +652,12 @@ func (m *diskModel) setHistory(hist [][][]byte) {
 	m.synced = uint64(len(hist)) // the recovered history is durable
 }
 
-// history is every frame written so far, index 1 first.
+// history is every frame written so far, index 1 first. Called with no
+// engine running on the folder.
 func (m *diskModel) history() ([][][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	err := m.mergeLog()
+	err := m.mergeLog(m.walDir)
 	return m.hist, err
 }
 

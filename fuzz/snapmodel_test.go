@@ -3,6 +3,7 @@ package fuzz
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/orkwal/orkwal/wal"
@@ -129,23 +130,30 @@ func (m *diskModel) compactionDone() {
 	}
 }
 
-// walSynced: wal/ was fsynced after a truncation; every current segment
-// name and byte is durable (the engine is idle: every frame was fsynced by
-// its append), and the segments the truncation removed are gone.
+// walSynced: wal/ was fsynced after a truncation; every segment name and
+// byte of the model's copy is durable (the engine is idle: every frame was
+// fsynced by its append), and the segments the truncation removed are
+// gone, from the copy too. Only the folder's listing is read (the
+// truncation is over), never a segment's bytes: an append may be under
+// way.
 func (m *diskModel) walSynced() error {
-	segs, err := listSegs(m.walDir)
+	live, err := listSegs(m.walDir)
 	if err != nil {
 		return err
 	}
+	here := make(map[string]bool, len(live))
+	for _, s := range live {
+		here[s.name] = true
+	}
+	m.seen.segs = slices.DeleteFunc(m.seen.segs, func(s segFile) bool { return !here[s.name] })
+	m.seen.forgetRemoved()
+	segs := m.seen.segs
 	m.durName, m.durSize, m.durEnd = map[string]bool{}, map[string]int64{}, map[string]int64{}
 	for i, s := range segs {
-		m.durName[s.name], m.durSize[s.name], m.durEnd[s.name] = true, s.size, s.size
+		size := int64(len(m.seen.data[s.name]))
+		m.durName[s.name], m.durSize[s.name], m.durEnd[s.name] = true, size, size
 		if i == len(segs)-1 { // the tail: its entries end before its padding
-			data, err := os.ReadFile(filepath.Join(m.walDir, s.name))
-			if err != nil {
-				return err
-			}
-			m.durEnd[s.name] = validPrefix(data, s.first)
+			m.durEnd[s.name] = validPrefix(m.seen.data[s.name], s.first)
 		}
 	}
 	return nil
