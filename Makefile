@@ -48,7 +48,7 @@ verify: ## gofmt, go vet and a tidy go.mod
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-bench: ## run the benchmarks and write docs/benchmarks.md (~5-7 min)
+bench: ## run the benchmarks and write docs/benchmarks.md (~7-9 min)
 	GO=$(GO) scripts/bench.sh
 
 clean: ## remove build output

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the wal benchmarks and issue 10's engine, API and daemon benchmarks,
 # and regenerates docs/benchmarks.md from their output (scripts/benchdoc).
-# About 7 minutes when the disk is quiet (the wal appends are fsync-bound: a
+# About 9 minutes when the disk is quiet (the wal appends are fsync-bound: a
 # busy disk makes it longer; the first cross builds of BenchmarkBinarySize
 # add a few minutes on a cold build cache); the raw output is kept in
 # bin/bench.txt.
@@ -15,13 +15,15 @@
 #   BURST         triggers per burst of BenchmarkBacklogBursts (10000)
 #   ACTIVE        pending runs of BenchmarkMetricsBacklog (100000)
 #   ENGINE_COUNT  -count of the engine throughput, process and latency
-#                 benchmarks: the page shows the median (3)
+#                 benchmarks and of BenchmarkOutside: the page shows the
+#                 median (3)
 #   DAGU_COUNT    -count of BenchmarkDagu (Dagu's workloads, each against its
 #                 floor): the page shows the median (5)
 #   DAGU_TIME     -benchtime of BenchmarkDagu: the daemon's CPU time is read
 #                 in 10 ms ticks, so each run adds up a few iterations (3x)
 #   RECOVERY_TIME -benchtime of BenchmarkRecovery (3x)
-#   QUEUED        waiting runs of BenchmarkQueuedRunMemory (60000)
+#   QUEUED        waiting runs of BenchmarkQueuedRunMemory and of
+#                 BenchmarkOutside/queued (60000)
 #   PAUSE_TIME    -benchtime of BenchmarkCompactionPause: snapshots of each
 #                 kind (100x, about a minute)
 #   IDLE_SECONDS  idle time of BenchmarkIdleCPU (60)
@@ -98,6 +100,9 @@ if [ "$ONLY" != wal ]; then
 	# The real binary: memory, Dagu's workloads, kill -9, idle CPU, sizes.
 	pkgbench daemon ./cmd/orkwal/ -bench '^(BenchmarkDaemonRSS|BenchmarkIdleCPU|BenchmarkBinarySize)$' -benchtime="$ENGINE_TIME"
 	pkgbench dagu ./cmd/orkwal/ -bench '^BenchmarkDagu$' -benchtime="$DAGU_TIME" -count="$DAGU_COUNT"
+	# Issue 27 from outside: its workloads on the release binary over the
+	# API, timed by the daemon's own timestamps (beside the figures above).
+	pkgbench outside ./cmd/orkwal/ -bench '^BenchmarkOutside$' -benchtime=1x -count="$ENGINE_COUNT"
 fi
 elapsed=$(($(date +%s) - start))
 echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
@@ -112,5 +117,5 @@ echo "# benchmarks took ${elapsed}s" | tee -a "$raw"
 	-kernel "$(uname -srm)" \
 	-tmp "$TMP" \
 	-fs "$(df -T "$TMP" | awk 'NR == 2 {print $2 " on " $1 ", mounted at " $7}')" \
-	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME (FanOut20k, ProcessVsBare and Latency50 -count=$ENGINE_COUNT, Dagu -benchtime=$DAGU_TIME -count=$DAGU_COUNT: medians), Recovery at -benchtime=$RECOVERY_TIME, CompactionPause at -benchtime=$PAUSE_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
+	-params "$ROUNDS rounds of RawFsync+Append+SegmentSizeConcurrent at -benchtime=$APPEND_TIME; Replay at -benchtime=$REPLAY_TIME; SegmentSize at -benchtime=${STALL_APPENDS}x; engine/API/daemon at -benchtime=$ENGINE_TIME (FanOut20k, ProcessVsBare, Latency50 and Outside -count=$ENGINE_COUNT, Dagu -benchtime=$DAGU_TIME -count=$DAGU_COUNT: medians), Recovery at -benchtime=$RECOVERY_TIME, CompactionPause at -benchtime=$PAUSE_TIME, idle CPU over ${IDLE_SECONDS}s${ONLY:+; only $ONLY this run}; ${elapsed}s in all"
 echo "wrote $OUT"

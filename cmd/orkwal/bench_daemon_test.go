@@ -161,12 +161,14 @@ func (d *benchDaemon) status(id string) string {
 
 // runToEnd triggers a workflow and waits for its run to end, the way a
 // client does (GET /runs/{id}?wait=60s answers once the run has ended);
-// a run that does not succeed fails the benchmark.
-func (d *benchDaemon) runToEnd(name string) {
+// a run that does not succeed fails the benchmark. It returns the run's id.
+func (d *benchDaemon) runToEnd(name string) string {
 	d.b.Helper()
-	if err := d.runToEndErr(name); err != nil {
+	id, err := d.runToEndErr(name)
+	if err != nil {
 		d.b.Fatalf("%v\n%s", err, d.logs)
 	}
+	return id
 }
 
 // procKiB reads a "Key:   N kB" line of /proc/PID/status.

@@ -29,21 +29,13 @@ import (
 //	go test -run '^$' -bench BenchmarkDagu -benchtime 1x ./cmd/orkwal/
 func BenchmarkDagu(b *testing.B) {
 	bin := releaseBinary(b, "linux", runtime.GOARCH)
-	var par, seq strings.Builder
+	var par strings.Builder
 	par.WriteString("name: par200\ntasks:\n")
-	seq.WriteString("name: seq100\ntasks:\n")
 	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&par, "  t%d: {command: [\"true\"]}\n", i)
 	}
-	for i := 0; i < 100; i++ {
-		if i == 0 {
-			fmt.Fprintf(&seq, "  t%d: {command: [\"true\"]}\n", i)
-		} else {
-			fmt.Fprintf(&seq, "  t%d: {command: [\"true\"], depends_on: [t%d]}\n", i, i-1)
-		}
-	}
 	wfs := writeBenchWorkflows(b, map[string]string{
-		"par200": par.String(), "seq100": seq.String(),
+		"par200": par.String(), "seq100": chainWorkflow("seq100", 100),
 		"one":     "name: one\ntasks:\n  t: {command: [\"true\"]}\n",
 		"sleeper": "name: sleeper\ntasks:\n  nap: {command: [sleep, \"60\"]}\n",
 	})
@@ -117,27 +109,38 @@ var daguWorkloads = []struct {
 }
 
 // runsAtOnce triggers n runs of a workflow from n goroutines at once, each
-// then waiting for its run's end the way runToEnd does, and returns once
-// all have ended.
-func (d *benchDaemon) runsAtOnce(name string, n int) {
+// then waiting for its run's end the way runToEnd does, and returns their
+// ids once all have ended.
+func (d *benchDaemon) runsAtOnce(name string, n int) []string {
 	d.b.Helper()
-	errs := make(chan error, n)
-	for range n {
-		go func() { errs <- d.runToEndErr(name) }()
+	type ended struct {
+		id  string
+		err error
 	}
+	done := make(chan ended, n)
 	for range n {
-		if err := <-errs; err != nil {
-			d.b.Fatalf("%v\n%s", err, d.logs)
+		go func() {
+			id, err := d.runToEndErr(name)
+			done <- ended{id, err}
+		}()
+	}
+	ids := make([]string, 0, n)
+	for range n {
+		e := <-done
+		if e.err != nil {
+			d.b.Fatalf("%v\n%s", e.err, d.logs)
 		}
+		ids = append(ids, e.id)
 	}
+	return ids
 }
 
 // runToEndErr is runToEnd for any goroutine: it returns what went wrong
 // in place of failing the benchmark.
-func (d *benchDaemon) runToEndErr(name string) error {
+func (d *benchDaemon) runToEndErr(name string) (string, error) {
 	code, body := d.call("POST", "/workflows/"+name+"/runs", "")
 	if code != http.StatusCreated {
-		return fmt.Errorf("trigger %s: %d %s", name, code, body)
+		return "", fmt.Errorf("trigger %s: %d %s", name, code, body)
 	}
 	var r struct{ ID, Status string }
 	json.Unmarshal(body, &r)
@@ -149,9 +152,9 @@ func (d *benchDaemon) runToEndErr(name string) error {
 		}
 	}
 	if r.Status != "success" {
-		return fmt.Errorf("run %s of %s: %d %s", r.ID, name, code, r.Status)
+		return r.ID, fmt.Errorf("run %s of %s: %d %s", r.ID, name, code, r.Status)
 	}
-	return nil
+	return r.ID, nil
 }
 
 // floor is the least a workload can take on this host, measured in the

@@ -73,7 +73,6 @@ func writeEngine(w io.Writer, rs results) {
 		num(rs.med(fanOutName, "tasks/s")), verdict(rs.med(fanOutName, "tasks/s"), 30_000, true))
 	p("| 1 | 10,000 one-task noop runs from 64 concurrent API clients, to completion (`BenchmarkRunsToCompletion`) | %s runs/s | (the triggers alone: %s/s) | ≥ 5,000 runs/s | %s |",
 		num(rs.med(runsName, "runs/s")), num(rs.med(runsName, "triggers/s")), verdict(rs.med(runsName, "runs/s"), 5000, true))
-	f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	f2 := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 	follow := func(kind string) string { // the daemon's CPU beside the wall ratio
 		return fmt.Sprintf("daemon CPU: ratio %s, %s µs a task a stream; the reader process: %s ms a run",

@@ -218,7 +218,8 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 	p("WAL benchmarks are in `wal/bench_test.go` and `wal/stall_test.go`; the")
 	p("engine, API and daemon benchmarks (issue 10) in `engine/bench_test.go`,")
 	p("`engine/bench_perf_test.go`, `api/bench_runs_test.go`,")
-	p("`cmd/orkwal/bench_daemon_test.go` and `cmd/orkwal/bench_dagu_test.go`.")
+	p("`cmd/orkwal/bench_daemon_test.go` and `cmd/orkwal/bench_dagu_test.go`;")
+	p("issue 27's checks from outside in `cmd/orkwal/bench_outside_test.go`.")
 	p("")
 	p("The disk is shared and noisy: absolute figures move from run to run (and")
 	p("within a run). Read each figure against its **baseline measured in the same")
@@ -241,6 +242,7 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 	p("")
 
 	writeEngine(w, rs)
+	writeOutside(w, rs)
 
 	// Targets.
 	r1 := appendName + "1"
