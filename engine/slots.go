@@ -43,11 +43,26 @@ import (
 //     process had not spawned yet: it is interrupted and runs again without
 //     spending a retry.
 type slots struct {
-	mu    sync.Mutex
+	mu    slotsLock
 	clock Clock
 	max   int        // Config.MaxConcurrent
 	held  int        // attempts holding a slot (more than max only after a boot resumed deferred ones)
 	queue []*attempt // waiting for a slot, in dispatch order
+}
+
+// slotsLock is the slots' mutex. released, tests only, is called after
+// each Unlock, outside the lock: the first moment another goroutine (a
+// process's exit reporting its end) could take it.
+type slotsLock struct {
+	sync.Mutex
+	released func()
+}
+
+func (l *slotsLock) Unlock() {
+	l.Mutex.Unlock()
+	if l.released != nil {
+		l.released()
+	}
 }
 
 type slotState uint8

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -384,9 +383,10 @@ func TestAheadKeepsDispatchOrder(t *testing.T) {
 // TestWithdrawEveryIsOneStep: a shutdown or a run's cancel withdraws the
 // attempts waiting for a slot all at once: a process that exits while
 // they are being withdrawn cannot give its slot to one of them (which
-// would spawn it only to stop it). The exit here is reported from inside
-// the withdrawal (match runs under the slots' lock): it must find the
-// queue already empty of them.
+// would spawn it only to stop it). The exit here is reported at the first
+// moment it could be once the withdrawal began: as soon as the slots'
+// lock is released (its release hook, on this goroutine), which must be
+// after the last of them left the queue.
 func TestWithdrawEveryIsOneStep(t *testing.T) {
 	s := newSlots(1, &fakeClock{})
 	spec := &workflow.Task{Executor: "process"}
@@ -396,16 +396,23 @@ func TestWithdrawEveryIsOneStep(t *testing.T) {
 	s.enter(w2, 1)
 	s.ready(w1, fakePrepared{})
 	s.ready(w2, fakePrepared{})
-	handed := make(chan []spawnable, 1)
-	var once sync.Once
+	var began, exited bool
+	var handed []spawnable
+	s.mu.released = func() {
+		if began && !exited {
+			exited = true
+			handed, _ = s.leave(running) // the exit
+		}
+	}
 	gone := s.withdrawEvery(func(a *attempt) bool {
-		once.Do(func() {
-			go func() { next, _ := s.leave(running); handed <- next }() // the exit, meanwhile
-		})
+		began = true
 		return true
 	})
-	if next := <-handed; len(next) != 0 {
-		t.Fatalf("an exit during the withdrawal gave its slot to %d withdrawn attempts", len(next))
+	if !exited {
+		t.Fatal("the slots' lock was never released after the withdrawal began")
+	}
+	if len(handed) != 0 {
+		t.Fatalf("an exit during the withdrawal gave its slot to %d withdrawn attempts", len(handed))
 	}
 	if len(gone) != 2 || gone[0].a != w1 || gone[1].a != w2 || gone[0].prep == nil {
 		t.Fatalf("withdrawn %v, want w1 and w2 with their prepared work", gone)
