@@ -517,7 +517,7 @@ func (e *Engine) Close() error {
 	<-e.done
 	e.cancelSend() // a send cut short is sent again after the next boot
 	e.closeEvents()
-	e.launcher.wait()      // no start or folder removal outlives Close
+	e.launcher.close()     // no start or folder removal outlives Close
 	for e.copying != nil { // the loop left a snapshot's copy: complete it
 		e.copyStep()
 	}

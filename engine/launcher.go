@@ -25,23 +25,31 @@ const launchWorkers = 4
 // and the gate define is the dispatch order, and a start is not an event
 // anyone can observe before its Started report.
 //
-// Workers are goroutines started on demand that exit once the queue is
-// empty: an idle engine has none.
+// Workers are goroutines started on demand, up to launchWorkers, that park
+// once the queue is empty and take the jobs of later turns, until close:
+// a worker started for every turn cost its creation, its exit and the
+// growth of its stack (preparing a start needs a deep one) several times a
+// turn (issue 27: at concurrency 2, about 0.6 worker a task).
 type launcher struct {
 	mu      sync.Mutex
-	idle    sync.Cond // signalled when the queue is empty and no worker runs
+	wake    sync.Cond // signalled for a parked worker to take a job, or to end (closed)
+	idle    sync.Cond // signalled when the queue is empty and no job runs
 	queue   []func()
 	workers int
-	running int // workers running a job (or back from one, not yet locked)
+	running int  // workers running a job (or back from one, not yet locked)
+	parked  int  // workers waiting for a job and not yet signalled
+	started int  // workers started so far (tests)
+	closed  bool // parked workers end, and no more are started
 }
 
 func newLauncher() *launcher {
 	l := &launcher{}
+	l.wake.L = &l.mu
 	l.idle.L = &l.mu
 	return l
 }
 
-// submit queues jobs, in order, and starts workers for them.
+// submit queues jobs, in order, and wakes or starts workers for them.
 func (l *launcher) submit(jobs ...func()) {
 	if len(jobs) == 0 {
 		return
@@ -49,32 +57,50 @@ func (l *launcher) submit(jobs ...func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.queue = append(l.queue, jobs...)
-	// A worker running no job takes one queued; one is started for each
-	// job beyond those, up to launchWorkers in all.
-	for l.workers < launchWorkers && l.workers-l.running < len(l.queue) {
+	// A worker awake and running no job takes one queued; a parked one is
+	// woken, then one started, for each job beyond those, up to
+	// launchWorkers in all.
+	awake := l.workers - l.running - l.parked
+	for ; awake < len(l.queue) && l.parked > 0; awake++ {
+		l.parked-- // this one's: a later submit wakes another
+		l.wake.Signal()
+	}
+	for ; awake < len(l.queue) && l.workers < launchWorkers && !l.closed; awake++ {
 		l.workers++
+		l.started++
 		go l.work()
 	}
 }
 
+// work runs queued jobs until there are none, then parks until submit
+// wakes it, or ends once the launcher is closed.
 func (l *launcher) work() {
 	l.mu.Lock()
-	for len(l.queue) > 0 {
-		job := l.queue[0]
-		l.queue[0] = nil
-		l.queue = l.queue[1:]
-		l.running++
-		l.mu.Unlock()
-		job()
-		l.mu.Lock()
-		l.running--
+	defer l.mu.Unlock()
+	for {
+		if len(l.queue) > 0 {
+			job := l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+			l.running++
+			l.mu.Unlock()
+			job()
+			l.mu.Lock()
+			l.running--
+			continue
+		}
+		l.queue = nil // let the backing array go
+		if l.running == 0 {
+			l.idle.Broadcast()
+		}
+		if l.closed {
+			l.workers--
+			l.idle.Broadcast() // close waits for the last one
+			return
+		}
+		l.parked++
+		l.wake.Wait() // signalled by submit, which took it off parked, or by close
 	}
-	l.queue = nil // let the backing array go
-	l.workers--
-	if l.workers == 0 {
-		l.idle.Broadcast()
-	}
-	l.mu.Unlock()
 }
 
 // startsAtOnce tells whether a job submitted now starts at once: nothing
@@ -92,6 +118,19 @@ func (l *launcher) startsAtOnce() bool {
 func (l *launcher) wait() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for l.running > 0 || len(l.queue) > 0 {
+		l.idle.Wait()
+	}
+}
+
+// close returns once every job submitted so far has run and every worker
+// has ended (Close: nothing is submitted after).
+func (l *launcher) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.parked = 0
+	l.wake.Broadcast()
 	for l.workers > 0 || len(l.queue) > 0 {
 		l.idle.Wait()
 	}

@@ -477,3 +477,33 @@ func loneStartBehindBusyLauncher(t *testing.T, workers int) {
 		t.Fatalf("started %s of %s, want b of %s", b.TaskName, b.RunID, id)
 	}
 }
+
+// TestLauncherKeepsItsWorkers: the jobs of one turn after another are run
+// by the workers started for the first ones, parked in between, not by a
+// worker started for every turn (its creation and its stack's growth cost
+// about as much as a start's preparation); close ends them all.
+func TestLauncherKeepsItsWorkers(t *testing.T) {
+	l := newLauncher()
+	var ran atomic.Int32
+	for turn := 0; turn < 50; turn++ {
+		jobs := make([]func(), 1+turn%launchWorkers)
+		for i := range jobs {
+			jobs[i] = func() { ran.Add(1) }
+		}
+		l.submit(jobs...)
+		l.wait()
+	}
+	l.mu.Lock()
+	started, workers := l.started, l.workers
+	l.mu.Unlock()
+	if started > launchWorkers || workers != started {
+		t.Fatalf("%d workers started for 50 turns, %d left: want at most %d, all kept", started, workers, launchWorkers)
+	}
+	l.close()
+	if l.workers != 0 {
+		t.Fatalf("%d workers left after close", l.workers)
+	}
+	if n := ran.Load(); n != 123 {
+		t.Fatalf("%d jobs ran, want 123", n)
+	}
+}
