@@ -46,7 +46,8 @@ type Engine struct {
 	// notRunCount: attempts of a task in a row the daemon could not
 	// prepare (task id → count), for the backoff (see decideNotRun).
 	notRunCount map[string]int
-	jobs        jobShared // what prepared jobs share (jobs.go)
+	jobs        jobShared   // what prepared jobs share (jobs.go)
+	dirs        attemptDirs // where attempts' files go (Layout.attemptDirs)
 
 	poison atomic.Pointer[error]       // set once the WAL failed: fail-stop
 	folder atomic.Pointer[folderState] // the workflows folder's last sync (folder.go), nil without one
@@ -155,7 +156,7 @@ func (e *Engine) scratchOf(a *attempt) string {
 	if !a.hasScratch {
 		return ""
 	}
-	return Layout(e.cfg.DataDir).Scratch(a.ref.Run, a.key(), a.number)
+	return e.dirs.scratch(a.ref.Run, a.key(), a.number)
 }
 
 // key is a's task's key (its taskID is run:key).
@@ -202,7 +203,7 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, state: replay.New(), inbox: newInbox(), launcher: newLauncher(), slots: newSlots(cfg.MaxConcurrent, cfg.Clock), startedDue: make(chan struct{}, 1),
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, dirs: Layout(cfg.DataDir).attemptDirs(), state: replay.New(), inbox: newInbox(), launcher: newLauncher(), slots: newSlots(cfg.MaxConcurrent, cfg.Clock), startedDue: make(chan struct{}, 1),
 		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{}, notRunCount: map[string]int{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
@@ -187,6 +189,69 @@ func TestBootRemovesAttemptOutputs(t *testing.T) {
 	for _, name := range kept {
 		if _, err := os.Lstat(filepath.Join(work, name)); err != nil {
 			t.Errorf("%s after boot: %v, want it kept", name, err)
+		}
+	}
+}
+
+// A dispatch builds its job in few allocations (issue 27: the loop does it
+// for every task, 22 allocations before): a plain task's input, Ork inputs
+// and environment are shared, its two paths made in one allocation each;
+// a chain's step (one upstream task) adds its input document and the map
+// it is made from. The jobs are those the executor got.
+func TestPrepareAllocations(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openEngine(t, dir, m, 4)
+	defer e.Close()
+	put(t, e, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{
+		{Name: "a", Executor: "process", Command: []string{"true"}},
+		{Name: "b", Executor: "process", Command: []string{"true"}, DependsOn: []string{"a"}},
+	}})
+	id := trigger(t, e, "w")
+	a := m.next()
+	m.finish(a, true)
+	b := m.next()
+	for _, c := range []struct {
+		job  executors.Job
+		task int
+		max  float64
+	}{{a, 0, 6}, {b, 1, 10}} {
+		e.mu.Lock()
+		task, err := e.state.Task(replay.TaskRef{Run: id, Task: c.task})
+		if err != nil {
+			e.mu.Unlock()
+			t.Fatal(err)
+		}
+		var s *start
+		allocs := testing.AllocsPerRun(20, func() { s = e.prepare(task, 1) })
+		e.mu.Unlock()
+		if allocs > c.max {
+			t.Errorf("%s: %.0f allocations a job, want at most %.0f", c.job.TaskName, allocs, c.max)
+		}
+		got, want := s.job, c.job
+		got.Hold, want.Hold = nil, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: prepared\n%+v\nthe executor got\n%+v", c.job.TaskName, got, want)
+		}
+	}
+}
+
+// The paths of an attempt's files are filepath.Join's, made by appending
+// when every part is one path element, by Join otherwise.
+func TestAttemptPathsAreJoined(t *testing.T) {
+	for _, root := range []string{"/data", "/data/", "/", "/a/./b/../c"} {
+		l := Layout(root)
+		for _, run := range []string{"0b1e6f0e-4d0a-4a8e-9d5e-3b1c2d3e4f50", "..", "r/s", ""} {
+			for _, task := range []string{"t", "t[12]", "a.b", ".", "x/../y"} {
+				for _, n := range []int{1, 7, 123456} {
+					if got, want := l.AttemptLog(run, task, n), filepath.Join(root, "logs", run, task, strconv.Itoa(n)+".log"); got != want {
+						t.Errorf("AttemptLog(%q, %q, %d) in %s = %s, want %s", run, task, n, root, got, want)
+					}
+					if got, want := l.Scratch(run, task, n), filepath.Join(root, "work", run+"."+task+"."+strconv.Itoa(n)); got != want {
+						t.Errorf("Scratch(%q, %q, %d) in %s = %s, want %s", run, task, n, root, got, want)
+					}
+				}
+			}
 		}
 	}
 }

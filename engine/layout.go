@@ -59,7 +59,7 @@ func (l Layout) work() string { return l.path("work") }
 // AttemptLog is where an attempt's stdout and stderr go. task is the task's
 // key within its run ("process" or "process[3]").
 func (l Layout) AttemptLog(run, task string, attempt int) string {
-	return filepath.Join(l.logs(), run, task, strconv.Itoa(attempt)+".log")
+	return l.attemptDirs().log(run, task, attempt)
 }
 
 // Scratch is the path prefix of an attempt's contract files (see
@@ -68,7 +68,41 @@ func (l Layout) AttemptLog(run, task string, attempt int) string {
 // much CPU as the spawn on some filesystems: one per run for runs of one
 // task). scratchRun tells the run of a name there.
 func (l Layout) Scratch(run, task string, attempt int) string {
-	return filepath.Join(l.work(), run+"."+task+"."+strconv.Itoa(attempt))
+	return l.attemptDirs().scratch(run, task, attempt)
+}
+
+// attemptDirs are the folders that AttemptLog and Scratch name an
+// attempt's files in, made once (Engine.dirs): every dispatch names two
+// files, which filepath.Join made in 8 allocations (issue 27).
+type attemptDirs struct{ logs, work string }
+
+func (l Layout) attemptDirs() attemptDirs { return attemptDirs{logs: l.logs(), work: l.work()} }
+
+// log is AttemptLog: logs/<run>/<task>/<attempt>.log, one allocation.
+func (d attemptDirs) log(run, task string, attempt int) string {
+	if !pathElem(run) || !pathElem(task) {
+		return filepath.Join(d.logs, run, task, strconv.Itoa(attempt)+".log")
+	}
+	var b [256]byte
+	p := append(append(append(append(append(b[:0], d.logs...), '/'), run...), '/'), task...)
+	return string(append(strconv.AppendInt(append(p, '/'), int64(attempt), 10), ".log"...))
+}
+
+// scratch is Scratch: work/<run>.<task>.<attempt>, one allocation.
+func (d attemptDirs) scratch(run, task string, attempt int) string {
+	if !pathElem(run) || !pathElem(task) {
+		return filepath.Join(d.work, run+"."+task+"."+strconv.Itoa(attempt))
+	}
+	var b [256]byte
+	p := append(append(append(append(append(b[:0], d.work...), '/'), run...), '.'), task...)
+	return string(strconv.AppendInt(append(p, '.'), int64(attempt), 10))
+}
+
+// pathElem tells whether name is one path element that filepath.Join
+// leaves as it is, so that joining it is appending it: a run id, a task's
+// key (workflow names allow no slash, and start with a letter or digit).
+func pathElem(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
 }
 
 // scratchRun is the run whose scratch file (or run folder, for data folders

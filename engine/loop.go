@@ -837,7 +837,7 @@ func (e *Engine) spawnAll(ss []spawnable) {
 // jobRef is what a start failure's report needs of a's job.
 func (e *Engine) jobRef(a *attempt) executors.Job {
 	return executors.Job{RunID: a.ref.Run, TaskID: a.taskID, Attempt: a.number,
-		LogPath: Layout(e.cfg.DataDir).AttemptLog(a.ref.Run, a.key(), a.number)}
+		LogPath: e.dirs.log(a.ref.Run, a.key(), a.number)}
 }
 
 // neverSpawned ends an attempt stopped while it waited for a slot: what
