@@ -48,6 +48,7 @@ type Engine struct {
 	notRunCount map[string]int
 	jobs        jobShared   // what prepared jobs share (jobs.go)
 	dirs        attemptDirs // where attempts' files go (Layout.attemptDirs)
+	frames      frameEncoder
 
 	poison atomic.Pointer[error]       // set once the WAL failed: fail-stop
 	folder atomic.Pointer[folderState] // the workflows folder's last sync (folder.go), nil without one
@@ -479,14 +480,11 @@ func (e *Engine) commit(recs []replay.Record) error {
 			log()
 		}
 	}()
-	payloads := make([][]byte, 0, len(recs))
-	for _, r := range recs {
-		p, err := replay.Encode(r)
-		if err != nil {
-			return err
-		}
-		payloads = append(payloads, p)
+	payloads, err := e.frames.encode(recs)
+	if err != nil {
+		return err
 	}
+	defer e.frames.done()
 	index, err := e.wal.Append(payloads)
 	if err != nil {
 		return fmt.Errorf("engine: append boot records: %w", err)

@@ -621,18 +621,11 @@ func (hs *heads) resolved(r *replay.Run) {
 // failure the engine becomes fail-stop: no reply says success and no
 // executor starts.
 func (e *Engine) append(out *turnOutput) bool {
-	payloads := make([][]byte, 0, len(out.recs))
-	var err error
-	for _, r := range out.recs {
-		var p []byte
-		if p, err = replay.Encode(r); err != nil {
-			break
-		}
-		payloads = append(payloads, p)
-	}
+	payloads, err := e.frames.encode(out.recs)
 	var index uint64
 	if err == nil {
 		index, err = e.wal.Append(payloads)
+		defer e.frames.done()
 	}
 	if err == nil {
 		// What the log grew by, framing included (about 6% more than the

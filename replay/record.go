@@ -301,11 +301,16 @@ func newRecord(k Kind) (Record, error) {
 }
 
 // Encode returns the record's payload: its kind byte, then its msgpack body.
-func Encode(r Record) ([]byte, error) {
-	if b, ok := appendHot(make([]byte, 0, 96), r); ok {
-		return b, nil
+func Encode(r Record) ([]byte, error) { return AppendEncode(make([]byte, 0, 96), r) }
+
+// AppendEncode appends the record's payload (Encode's) to b: the records
+// of a frame can share one buffer.
+func AppendEncode(b []byte, r Record) ([]byte, error) {
+	if hot, ok := appendHot(b, r); ok {
+		return hot, nil
 	}
-	return encodeReflect(r)
+	p, err := encodeReflect(r)
+	return append(b, p...), err
 }
 
 // encodeReflect is Encode through msgpack's Encoder.
