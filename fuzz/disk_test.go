@@ -101,7 +101,7 @@ type diskModel struct {
 type walCopy struct {
 	segs  []segFile         // by first index
 	data  map[string][]byte // each segment's bytes
-	marks []string          // the names of the folder's mark files (wal/mark.go)
+	marks []string          // the paths of the folder's mark files (wal/mark.go)
 }
 
 // crashResult describes the crash and its image.
@@ -159,7 +159,11 @@ func newDiskModel(dataDir, image string, crashAt int, rng *rand.Rand, hist [][][
 	}
 	// What boot starts from, until its first hook call (wal.Open's
 	// OpOpenSync) shows the folder as its recovery left it.
-	if err := m.look(segs); err != nil {
+	marks, err := filepath.Glob(filepath.Join(m.walDir, markGlob))
+	if err == nil {
+		err = m.look(segs, marks)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -182,14 +186,14 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 		}
 		index = 0 // not a frame's I/O: every frame written is committed
 	}
-	segs, err := m.scan()
+	segs, marks, err := m.scan()
 	if err != nil {
 		m.crashErr = err
 		m.crashLocked(op, index)
 		return errCrash
 	}
-	if err := m.observe(segs); err == nil {
-		err = m.look(segs)
+	if err = m.observe(segs); err == nil {
+		err = m.look(segs, marks)
 	}
 	if err != nil {
 		m.crashErr = err
@@ -240,8 +244,8 @@ func (m *diskModel) observe(segs []segFile) error {
 // newest segment is read again (its entries are written into its padding),
 // an older one only when first seen or when its size changed (the wal
 // trims the tail's padding as it rolls; after that it never changes), and
-// the mark's name.
-func (m *diskModel) look(segs []segFile) error {
+// the mark's name (marks: its file's path).
+func (m *diskModel) look(segs []segFile, marks []string) error {
 	for i, s := range segs {
 		if b, ok := m.seen.data[s.name]; ok && i < len(segs)-1 && int64(len(b)) == s.size {
 			continue
@@ -254,9 +258,8 @@ func (m *diskModel) look(segs []segFile) error {
 	}
 	m.seen.segs = append(m.seen.segs[:0], segs...)
 	m.seen.forgetRemoved()
-	marks, err := filepath.Glob(filepath.Join(m.walDir, "newest-*"))
-	m.seen.marks = marks
-	return err
+	m.seen.marks = append(m.seen.marks[:0], marks...)
+	return nil
 }
 
 // forgetRemoved drops the bytes of segments no longer in c.segs (a front
@@ -294,18 +297,23 @@ func (c *walCopy) write(dir string) error {
 	return nil
 }
 
-// scan lists the wal folder's segments. Only the last two and those the
-// model has not seen are stat'ed: an older segment is whole and never
-// changes again, so its size is the one the model recorded.
-func (m *diskModel) scan() ([]segFile, error) {
+// markGlob matches the name of the wal folder's mark file (wal/mark.go).
+const markGlob = "newest-*"
+
+// scan lists the wal folder's segments, and its mark files' paths. Only
+// the last two segments and those the model has not seen are stat'ed: an
+// older segment is whole and never changes again, so its size is the one
+// the model recorded.
+func (m *diskModel) scan() (segs []segFile, marks []string, err error) {
 	des, err := os.ReadDir(m.walDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var segs []segFile
 	for _, de := range des {
 		if first, ok := segIndex(de.Name()); ok && !de.IsDir() {
 			segs = append(segs, segFile{name: de.Name(), first: first, size: -1})
+		} else if ok, _ := filepath.Match(markGlob, de.Name()); ok {
+			marks = append(marks, filepath.Join(m.walDir, de.Name()))
 		}
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].first < segs[j].first })
@@ -316,11 +324,11 @@ func (m *diskModel) scan() ([]segFile, error) {
 		}
 		fi, err := os.Stat(filepath.Join(m.walDir, segs[i].name))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		segs[i].size = fi.Size()
 	}
-	return segs, nil
+	return segs, marks, nil
 }
 
 // crash cuts the power now, between I/O points (an idle crash), unless the

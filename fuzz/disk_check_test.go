@@ -6,11 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/orkwal/orkwal/engine"
 	"github.com/orkwal/orkwal/wal"
 )
+
+// Checks of the power-loss disk model itself (disk_test.go).
 
 // TestIdleCrashIgnoresWritesAfterTheLastIOPoint: an idle power cut
 // (diskModel.crash) may come while an append is under way, its bytes
@@ -80,6 +83,41 @@ func idleCrashMidWrite(t *testing.T, step int, sd uint64) {
 		t.Fatalf("the model counts %d frames committed, want %d", m.res.committed, frames-1)
 	}
 	checkImageLog(t, filepath.Join(image, "wal"), want, frames-1)
+}
+
+// TestModelReportsALostDurableEntry: a segment that lost entries the
+// model counts durable (fsynced) stops the model at the next hook call,
+// out of step with the files: a harness failure, never an image.
+func TestModelReportsALostDurableEntry(t *testing.T) {
+	dataDir := t.TempDir()
+	walDir := filepath.Join(dataDir, "wal")
+	m, err := newDiskModel(dataDir, t.TempDir(), 0, rand.New(rand.NewPCG(1, 1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fault := func(op wal.Op, index uint64) error {
+		if op == wal.OpWrite && index == 3 {
+			// Frames 1 and 2 are durable: the disk loses them.
+			segs, err := listSegs(walDir)
+			if err != nil || os.Truncate(filepath.Join(walDir, segs[len(segs)-1].name), 0) != nil {
+				t.Errorf("emptying the tail: %v", err)
+			}
+		}
+		return m.fault(op, index)
+	}
+	l, err := wal.Open(walDir, wal.Options{SegmentSize: 4096, Fault: fault, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 1; i <= 3; i++ {
+		if _, err := l.Append([][]byte{[]byte("frame")}); (err == nil) != (i < 3) {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if m.crashErr == nil || !strings.Contains(m.crashErr.Error(), "out of step") {
+		t.Fatalf("the model's error is %v, want it out of step", m.crashErr)
+	}
 }
 
 // checkImageLog checks that the wal folder of an image verifies (a torn
