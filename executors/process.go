@@ -476,6 +476,27 @@ func stopNote(reason string, killed bool) string {
 func (h *processHandle) markExited() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.exitedLocked()
+}
+
+// reapExited reaps the leader through pidfd with waitid if it has exited (see
+// reapPidfd), and marks it exited in the same step, under h.mu: a Stop
+// either signals the group before the reap, while the zombie still holds
+// the pid and thus the group id, or finds it exited and signals nothing.
+// No signal sent under h.mu can reach a process that reused the pid.
+func (h *processHandle) reapExited(waitid waitidFunc, pidfd int) (status syscall.WaitStatus, exited bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	status, exited, err = reapPidfd(waitid, pidfd)
+	if exited {
+		h.exitedLocked()
+	}
+	return status, exited, err
+}
+
+// exitedLocked marks the leader exited and disarms the escalation; h.mu
+// is held.
+func (h *processHandle) exitedLocked() {
 	h.exited = true
 	if h.killTimer != nil {
 		h.killTimer.Stop()

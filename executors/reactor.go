@@ -31,7 +31,7 @@ import (
 // kept in memory; once that holds maxEarly bytes the reactor stops
 // watching the pipe until the file exists (see pause), instead of waiting
 // for it. When a pidfd becomes readable the child has
-// exited: the reactor disarms Stop (markExited), reaps it, and keeps
+// exited: the reactor reaps it and disarms Stop in one step (reapExited), and keeps
 // reading its pipe until EOF or logDrainDelay (members of the group left
 // running may hold the pipe open), then closes the pipe and hands the rest
 // (completing the log, reading the output file, reporting Finished) to a
@@ -63,7 +63,8 @@ type reactor struct {
 	closing  []int   // descriptors to close once the current batch is handled
 	finished bool    // the current batch handed a proc to finish
 
-	finisher *finisher // runs each exited proc's finishing work
+	finisher *finisher  // runs each exited proc's finishing work
+	waitid   waitidFunc // unix.Waitid, but in tests
 
 	// unwatchStep, when set (by tests), is called by unwatch between its
 	// two steps, without r.mu: a seam to interleave resume there.
@@ -168,7 +169,7 @@ func newReactor() (*reactor, error) {
 		f.Close()
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
-	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle)}
+	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle), waitid: unix.Waitid}
 	go r.loop()
 	return r, nil
 }
@@ -365,15 +366,14 @@ func (r *reactor) resume(p *proc) {
 }
 
 // exited handles a readable pidfd: the child has exited, unless the event
-// is stale. The child is marked exited (Stop no longer signals its group)
-// while it is still a zombie, then reaped.
+// is stale. One waitid reaps it, and marks it exited (Stop no longer
+// signals its group) under the handle's lock (see reapExited).
 func (r *reactor) exited(p *proc) {
-	if !exitedNoReap(p.pidfd) {
+	status, exited, waitErr := p.h.reapExited(r.waitid, p.pidfd)
+	if !exited {
 		return
 	}
-	p.exit = &procExit{}
-	p.h.markExited()
-	p.exit.status, p.exit.waitErr = reapPID(p.pid)
+	p.exit = &procExit{status: status, waitErr: waitErr}
 	r.unwatch(p.pidfd)
 	p.pidfd = -1
 	if p.pipe < 0 {
@@ -453,25 +453,4 @@ func (f finishInfo) logger() *slog.Logger {
 		return nil
 	}
 	return f.p.cfg.Logger
-}
-
-// exitedNoReap tells whether the process of pidfd (non-blocking) has
-// exited, leaving it waitable.
-func exitedNoReap(pidfd int) bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-		switch err {
-		case unix.EINTR:
-			continue
-		case nil:
-			// With WNOHANG and no exit yet, Linux answers 0 with a zero
-			// si_signo (a non-blocking pidfd answers EAGAIN instead).
-			return info.Signo != 0
-		case unix.EAGAIN:
-			return false
-		}
-		// ECHILD and the like: nothing to wait for; reap reports it.
-		return true
-	}
 }

@@ -231,7 +231,7 @@ func handDrivenReactor(t *testing.T) *reactor {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(epfd) })
-	return &reactor{epfd: epfd, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle)}
+	return &reactor{epfd: epfd, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle), waitid: unix.Waitid}
 }
 
 // TestReactorDrainDeadlines drives a reactor's drain queue by hand (no

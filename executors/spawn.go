@@ -72,7 +72,7 @@ func spawn(path string, argv []string, dir string, env []string, out *taskOutput
 	// The child cannot have been reaped yet (only wait reaps it), so
 	// /proc/pid/stat is readable even if it already exited.
 	// The pidfd is left blocking: the reactor polls it and asks waitid
-	// with WNOHANG (see exitedNoReap); only the way without the reactor
+	// with WNOHANG (see reapPidfd); only the way without the reactor
 	// needs it non-blocking (see awaitExit).
 	return &child{pid: pid, start: startTime(pid, before, after), pidfd: pidfd}, nil
 }
@@ -148,24 +148,6 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 		unix.Close(c.pidfd)
 	}
 	return status, err
-}
-
-// reapPID collects the exit status of process pid, a child of the daemon
-// that has exited. While the child is a zombie its pid names it alone, so
-// waiting by pid is exact.
-func reapPID(pid int) (syscall.WaitStatus, error) {
-	var status syscall.WaitStatus
-	var err error
-	for {
-		_, err = syscall.Wait4(pid, &status, 0, nil)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		return 0, os.NewSyscallError("wait4", err)
-	}
-	return status, nil
 }
 
 // taskOutput is where a child's stdout and stderr go: nowhere (the null
