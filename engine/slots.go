@@ -91,15 +91,17 @@ type spawnable struct {
 func newSlots(max int, clock Clock) *slots { return &slots{max: max, clock: clock} }
 
 // aheadOf is how many attempts the loop may dispatch ahead beyond the
-// slots: as many as there are slots, at least 16, which keeps every
+// slots: as many as there are slots, at least 32, which keeps every
 // slot's next attempt durable and prepared when it frees, and lets the
 // loop take several ends in one turn (see reporter): a turn, and its
 // fsync, comes every aheadOf/2 ends or so. BenchmarkProcessVsBare at
 // concurrency 2: 2 ahead, 0.74-0.82 turns a task; 8, 0.24-0.27 frames a
 // task; 16, 0.14, and 20-30 µs less engine CPU a task than 8 (3
 // alternating pairs, cpu-ratio 0.87-0.91 → 0.90-0.93; an fdatasync costs
-// this machine about 90 µs of CPU).
-func aheadOf(maxConcurrent int) int { return max(maxConcurrent, 16) }
+// this machine about 90 µs of CPU); 32, 0.08-0.09 frames a task (12
+// alternating pairs against 16 under load 11-17: median cpu-ratio 0.90 →
+// 0.93).
+func aheadOf(maxConcurrent int) int { return max(maxConcurrent, 32) }
 
 // goesAhead tells whether a task may be dispatched ahead of a free slot.
 func goesAhead(t *replay.Task) bool {

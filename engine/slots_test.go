@@ -330,9 +330,9 @@ func TestMaxConcurrentBoundsLiveProcesses(t *testing.T) {
 	}
 }
 
-// TestAheadDepth: with every slot in use, up to max(--max-concurrent, 16)
+// TestAheadDepth: with every slot in use, up to max(--max-concurrent, 32)
 // process attempts are dispatched ahead (durable and prepared, waiting
-// for a slot), no more: one slot and 30 instances give 1 running and 16
+// for a slot), no more: one slot and 50 instances give 1 running and 32
 // ahead, the rest pending.
 func TestAheadDepth(t *testing.T) {
 	dir := t.TempDir()
@@ -340,12 +340,12 @@ func TestAheadDepth(t *testing.T) {
 	e := openEngine(t, dir, m, 1)
 	defer e.Close()
 	put(t, e, &workflow.Spec{Name: "wide", Tasks: []*workflow.Task{
-		{Name: "t", Executor: "process", Command: []string{"true"}, Parallel: 30}}})
+		{Name: "t", Executor: "process", Command: []string{"true"}, Parallel: 50}}})
 	trigger(t, e, "wide")
 	m.next()
 	settle(t, e)
-	if st := e.Stats(); st.SlotsInUse != 1 || st.TasksAhead != 16 || st.TasksInFlight != 17 {
-		t.Fatalf("stats: %d slots in use, %d ahead, %d in flight; want 1, 16, 17", st.SlotsInUse, st.TasksAhead, st.TasksInFlight)
+	if st := e.Stats(); st.SlotsInUse != 1 || st.TasksAhead != 32 || st.TasksInFlight != 33 {
+		t.Fatalf("stats: %d slots in use, %d ahead, %d in flight; want 1, 32, 33", st.SlotsInUse, st.TasksAhead, st.TasksInFlight)
 	}
 }
 
