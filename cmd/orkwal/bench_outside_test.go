@@ -142,7 +142,9 @@ func (p *phaseSum) report(b *testing.B) {
 //     BenchmarkProcessVsBare does; ratio: tasks/s by the daemon's span over
 //     the bare loop's (target ≥ 0.9); cpu-ratio: the bare loop's CPU
 //     (its own and its children's) over the daemon's (utime, stime,
-//     cutime, cstime of /proc/PID/stat, 10 ms ticks).
+//     cutime, cstime of /proc/PID/stat, 10 ms ticks); turns/task and
+//     frames/task: the loop's turns and the WAL's fsyncs (/metrics), as the
+//     in-process benchmark counts them.
 //   - sequential-100, runs-50: BenchmarkDagu's workloads and floors
 //     (measureFloor, floorMeter: ratio ≤ 1.1 and ≤ 1.5), the wall time
 //     being the daemon's span in place of the client's clock (client-s).
@@ -171,6 +173,13 @@ func BenchmarkOutside(b *testing.B) {
 	}
 }
 
+// The daemon's counters of its loop's turns and of its WAL's fsyncs (one a
+// frame), in /metrics (docs/api.md, Metrics).
+const (
+	turnsMetric  = "orkwal_engine_turns_total"
+	framesMetric = "orkwal_wal_fsync_seconds_count"
+)
+
 // processOutside is BenchmarkOutside/process-2000 at concurrency conc.
 func processOutside(b *testing.B, bin string, conc int) {
 	const n = 2000
@@ -178,16 +187,19 @@ func processOutside(b *testing.B, bin string, conc int) {
 		"name: spawn\ntasks:\n  t:\n    command: [\"true\"]\n    parallel: %d\n", n)})
 	var bare benchtest.Cost
 	var span, client, self, children time.Duration
+	var turns, frames float64
 	var ph phaseSum
 	for i := 0; i < b.N; i++ {
 		bare.Add(benchtest.BareSpawns(b, n, conc))
 		d := startBenchDaemon(b, bin, filepath.Join(b.TempDir(), "data"), wfs, "--max-concurrent", strconv.Itoa(conc))
 		pid := d.cmd.Process.Pid
 		for range 2 {
+			turns0, frames0 := d.metric(turnsMetric), d.metric(framesMetric)
 			self0, child0, start := procSelfCPU(b, pid), procChildCPU(b, pid), time.Now()
 			id := d.runToEnd("spawn")
 			client += time.Since(start)
 			self, children = self+procSelfCPU(b, pid)-self0, children+procChildCPU(b, pid)-child0
+			turns, frames = turns+d.metric(turnsMetric)-turns0, frames+d.metric(framesMetric)-frames0
 			span += d.span(&ph, id)
 		}
 		d.stop()
@@ -206,6 +218,8 @@ func processOutside(b *testing.B, bin string, conc int) {
 	b.ReportMetric(perTask(bare.Self), "bare-cpu-µs/task")
 	b.ReportMetric(perTask(bare.Children), "bare-child-cpu-µs/task")
 	b.ReportMetric(float64(bare.Self+bare.Children)/float64(self+children), "cpu-ratio")
+	b.ReportMetric(turns/tasks, "turns/task")
+	b.ReportMetric(frames/tasks, "frames/task")
 	ph.report(b)
 }
 

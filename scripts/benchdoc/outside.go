@@ -49,16 +49,19 @@ func writeOutside(w io.Writer, rs results) {
 	p("Run it alone with")
 	p("`go test -run '^$' -bench BenchmarkOutside -benchtime 1x ./cmd/orkwal/`.")
 	p("")
-	p("| workload | from outside (daemon's timestamps) | the client's clock | in-process figure (same run) | target | verdict from outside | agree |")
+	p("| workload | from outside (daemon's timestamps) | the client's clock | in-process figure (this page's run) | target | verdict from outside | agree |")
 	p("|---|---|---|---|---|---|---|")
 	for _, conc := range []int{16, 2} {
 		name := fmt.Sprintf("%sprocess-2000/concurrency=%d", outsideName, conc)
 		in := fmt.Sprintf("%s/concurrency=%d", procName, conc)
 		got, other := rs.med(name, "ratio"), rs.med(in, "ratio")
-		p("| 2,000 `true` tasks in one run at `--max-concurrent %d`, ratio to the bare loop | %s (%s tasks/s; CPU %s: daemon %s µs a task, its children %s µs) | %s | `%s`: %s (CPU %s: engine %s µs a task) | ≥ 0.9 | %s | %s |",
+		loop := func(name string) string { // the loop's turns and the WAL's frames a task
+			return fmt.Sprintf("%s turns, %s frames a task", f3(rs.med(name, "turns/task")), f3(rs.med(name, "frames/task")))
+		}
+		p("| 2,000 `true` tasks in one run at `--max-concurrent %d`, ratio to the bare loop | %s (%s tasks/s; CPU %s: daemon %s µs a task, its children %s µs; %s) | %s | `%s`: %s (CPU %s: engine %s µs a task; %s) | ≥ 0.9 | %s | %s |",
 			conc, f3(got), num(rs.med(name, "daemon-tasks/s")), f3(rs.med(name, "cpu-ratio")), num(rs.med(name, "daemon-cpu-µs/task")),
-			num(rs.med(name, "daemon-child-cpu-µs/task")), f3(rs.med(name, "client-ratio")), in, f3(other), f3(rs.med(in, "cpu-ratio")),
-			num(rs.med(in, "engine-cpu-µs/task")), verdict(got, 0.9, true), agree(got, other, 0.9, true))
+			num(rs.med(name, "daemon-child-cpu-µs/task")), loop(name), f3(rs.med(name, "client-ratio")), in, f3(other), f3(rs.med(in, "cpu-ratio")),
+			num(rs.med(in, "engine-cpu-µs/task")), loop(in), verdict(got, 0.9, true), agree(got, other, 0.9, true))
 	}
 	for _, c := range []struct {
 		name, label string
@@ -109,7 +112,9 @@ func writeOutsideNotes(w io.Writer, rs results) {
 	p("  `BenchmarkProcessVsBare` does. The CPU ratio is the bare loop's CPU")
 	p("  (its own and its children's) over the daemon's (utime, stime, cutime,")
 	p("  cstime of `/proc/PID/stat`, 10 ms ticks; the daemon answers the waits")
-	p("  too). Medians of `-count` runs.")
+	p("  too). The loop's turns and the WAL's frames (fsyncs) a task are read")
+	p("  from `/metrics` (`orkwal_engine_turns_total`,")
+	p("  `orkwal_wal_fsync_seconds_count`). Medians of `-count` runs.")
 	p("- The chain and the 50 runs: `BenchmarkDagu`'s workflows and floors")
 	p("  (`measureFloor`: the same spawns by a bare Go program plus the fsyncs")
 	p("  the workload needs, one after another, timed on the data folder's")
