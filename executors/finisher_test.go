@@ -3,6 +3,7 @@ package executors
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestFinisherReusesItsWorker: work handed over one at a time (each once
@@ -72,5 +73,109 @@ func TestFinisherKeepsFewParked(t *testing.T) {
 	}
 	if started < 6 {
 		t.Errorf("%d workers started for 6 blocked works, want 6", started)
+	}
+}
+
+// endedProc is a proc that exited with status 0, for finishBatch: its
+// report sends its Finished to events.
+func endedProc(name string, events chan<- Event) *proc {
+	return &proc{pid: -1, pidfd: -1, pipe: -1, exit: &procExit{}, fin: finishInfo{taskID: name},
+		report: func(ev Event) { events <- ev }}
+}
+
+// TestFinishBatchFinishesTheLastItself: of the exits a batch ended, the
+// last is finished (its Finished reported) on the loop's goroutine before
+// finishBatch returns, the others on finishing goroutines; a lone exit
+// starts no finishing goroutine.
+func TestFinishBatchFinishesTheLastItself(t *testing.T) {
+	r := handDrivenReactor(t)
+	events := make(chan Event, 3)
+	// reported checks that name's Finished was reported by the time
+	// finishBatch returned.
+	reported := func(name string) {
+		t.Helper()
+		select {
+		case ev := <-events:
+			if ev.TaskID != name {
+				t.Fatalf("finished %s, want %s", ev.TaskID, name)
+			}
+		default:
+			t.Fatalf("%s not finished when finishBatch returned", name)
+		}
+	}
+	r.finish(endedProc("lone", events))
+	r.finishBatch()
+	reported("lone")
+	if r.finisher.started != 0 {
+		t.Fatalf("%d finishing goroutines for a lone exit, want none", r.finisher.started)
+	}
+	// a and b report only once the gate opens: the last must not wait
+	// behind them.
+	gate := make(chan struct{})
+	for _, name := range []string{"a", "b"} {
+		p := endedProc(name, events)
+		p.report = func(ev Event) { <-gate; events <- ev }
+		r.finish(p)
+	}
+	r.finish(endedProc("last", events))
+	r.finishBatch()
+	reported("last")
+	close(gate)
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case ev := <-events:
+			got[ev.TaskID] = true
+		case <-time.After(guard):
+			t.Fatal("the batch's other exits not finished")
+		}
+	}
+	if !got["a"] || !got["b"] || len(r.ended) != 0 {
+		t.Errorf("finished %v, %d still queued; want a and b, none", got, len(r.ended))
+	}
+}
+
+// TestReactorTakesOverFromABlockedReport: while the loop's goroutine
+// finishes an exit itself and its report blocks, another goroutine takes
+// the loop over after finishHereFor: the next exit is reaped and reported
+// meanwhile. The test's reactor, and its goroutine, are left running.
+func TestReactorTakesOverFromABlockedReport(t *testing.T) {
+	t.Parallel()
+	r, err := newReactor()
+	if err != nil {
+		t.Skip("no reactor on this system:", err)
+	}
+	blocked, release := make(chan struct{}), make(chan struct{})
+	finished := make(chan string, 2)
+	watch := func(name string, report func(Event)) {
+		c := spawnSh(t, "", "exit 0", nil)
+		h := &processHandle{pid: int32(c.pid)}
+		p := &proc{pid: c.pid, pidfd: c.pidfd, pipe: -1, h: h, fin: finishInfo{taskID: name}, report: report}
+		if err := r.add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watch("blocks", func(ev Event) {
+		close(blocked)
+		<-release
+		finished <- ev.TaskID
+	})
+	select {
+	case <-blocked:
+	case <-time.After(guard):
+		t.Fatal("the first exit not reported")
+	}
+	watch("next", func(ev Event) { finished <- ev.TaskID })
+	select {
+	case name := <-finished:
+		if name != "next" {
+			t.Fatalf("finished %s, want next", name)
+		}
+	case <-time.After(guard):
+		t.Fatal("an exit not reported while another's report blocks")
+	}
+	close(release)
+	if name := <-finished; name != "blocks" {
+		t.Errorf("finished %s, want blocks", name)
 	}
 }

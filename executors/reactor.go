@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,10 +33,12 @@ import (
 // for it. When a pidfd becomes readable the child has
 // exited: the reactor reaps it and disarms Stop in one step (reapExited), and keeps
 // reading its pipe until EOF or logDrainDelay (members of the group left
-// running may hold the pipe open), then closes the pipe and hands the rest
-// (completing the log, reading the output file, reporting Finished) to a
-// finishing goroutine (see finisher), so that a report function that
-// blocks never holds up the other tasks.
+// running may hold the pipe open), then closes the pipe and, once the
+// batch is handled, does the rest (completing the log, reading the output
+// file, reporting Finished: see finishBatch): itself for the batch's last
+// exit, on finishing goroutines (see finisher) for the others. A report
+// function that blocks never holds up the other tasks for long: after
+// finishHereFor another goroutine takes the loop over.
 //
 // Writing the logs is the loop's own work: all output passes through one
 // goroutine (one core's worth of copying, where each task's copier could
@@ -57,14 +59,20 @@ type reactor struct {
 	mu    sync.Mutex
 	procs fdTable // by descriptor: the pidfd and the pipe of each proc
 
-	// Owned by the loop goroutine.
-	buf      []byte  // the one read buffer (copyBufSize)
-	draining []*proc // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
-	closing  []int   // descriptors to close once the current batch is handled
-	finished bool    // the current batch handed a proc to finish
+	// Owned by the goroutine running the loop: one at a time (see finishing).
+	buf      []byte    // the one read buffer (copyBufSize)
+	deadline time.Time // of file: the first drain deadline
+	draining []*proc   // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
+	closing  []int     // descriptors to close once the current batch is handled
+	ended    []*proc   // exited, pipe closed: finished once the current batch is handled
 
-	finisher *finisher  // runs each exited proc's finishing work
-	waitid   waitidFunc // unix.Waitid, but in tests
+	finisher *finisher   // runs the finishing work of a batch's exits but the last
+	stall    *stallWatch // armed while the loop finishes an exit itself (see standby); nil by hand
+	// finishing is true while the loop's goroutine finishes an exit
+	// itself, owning none of the loop's state: whoever turns it false
+	// owns the loop (see finishBatch, standby).
+	finishing atomic.Bool
+	waitid    waitidFunc // unix.Waitid, but in tests
 
 	// unwatchStep, when set (by tests), is called by unwatch between its
 	// two steps, without r.mu: a seam to interleave resume there.
@@ -169,8 +177,15 @@ func newReactor() (*reactor, error) {
 		f.Close()
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
-	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle), waitid: unix.Waitid}
+	stall, err := newStallWatch()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle),
+		stall: stall, waitid: unix.Waitid}
 	go r.loop()
+	go r.standby()
 	return r, nil
 }
 
@@ -200,14 +215,14 @@ func (r *reactor) add(p *proc) error {
 	return nil
 }
 
-// loop is the reactor's goroutine; it never returns.
+// loop is the reactor's goroutine. It returns only when another goroutine
+// took the loop over while it finished an exit itself (see finishBatch).
 func (r *reactor) loop() {
 	events := make([]unix.EpollEvent, 128)
-	var deadline time.Time // of the file: the first drain deadline
 	for {
-		if next := r.nextDeadline(); !next.Equal(deadline) {
-			deadline = next
-			_ = r.file.SetReadDeadline(deadline)
+		if next := r.nextDeadline(); !next.Equal(r.deadline) {
+			r.deadline = next
+			_ = r.file.SetReadDeadline(next)
 		}
 		var n int
 		var werr error
@@ -248,18 +263,14 @@ func (r *reactor) loop() {
 				}
 			}
 		}
-		if r.finished {
-			// The finishing goroutines run now, on this processor, before
-			// the rest of the batch's work and the next wait: a chain's
-			// next step waits for their reports.
-			r.finished = false
-			runtime.Gosched()
-		}
 		r.expire(time.Now())
 		for _, fd := range r.closing {
 			unix.Close(fd)
 		}
 		r.closing = r.closing[:0]
+		if !r.finishBatch() {
+			return
+		}
 	}
 }
 
@@ -419,23 +430,77 @@ func (r *reactor) expire(now time.Time) {
 	}
 }
 
-// finish hands p, reaped and with its pipe closed, to a finishing
-// goroutine (see finisher) that completes the log and reports Finished.
+// finish queues p, reaped and with its pipe closed, to be finished once
+// the batch is handled (see finishBatch).
 func (r *reactor) finish(p *proc) {
 	p.done = true
-	r.finisher.run(func() {
-		note := p.h.stopNote()
-		if p.fin.capped != nil {
-			if note != "" {
-				p.fin.capped.Write([]byte(note))
-			}
-			p.fin.logIncomplete(p.fin.capped.finish())
-		} else {
-			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
+	r.ended = append(r.ended, p)
+}
+
+// finishHereFor is how long the loop's goroutine may spend finishing an
+// exit itself (the report may start the slot's next process) before
+// another goroutine takes the loop over: the exits and the output of the
+// other tasks wait that long at most behind a report that blocks.
+const finishHereFor = time.Millisecond
+
+// finishBatch finishes the procs the batch ended: all but the last on
+// finishing goroutines (see finisher), beside each other, and the last on
+// the loop's goroutine itself, with nothing handed over: handing a lone
+// exit to a parked goroutine cost its wake-up and that of an idle
+// processor's thread, tens of microseconds of CPU a task (issue 27). If
+// that takes longer than finishHereFor, the standby goroutine takes the
+// loop over (see standby), and finishBatch returns false: this one must
+// leave it (it owns none of the loop's state while it finishes).
+func (r *reactor) finishBatch() bool {
+	n := len(r.ended)
+	if n == 0 {
+		return true
+	}
+	last := r.ended[n-1]
+	for _, p := range r.ended[:n-1] {
+		r.finisher.run(p.finish)
+	}
+	clear(r.ended)
+	r.ended = r.ended[:0]
+	r.finishing.Store(true)
+	r.stall.arm(finishHereFor)
+	last.finish()
+	if !r.finishing.CompareAndSwap(true, false) {
+		return false // taken over: the stall watch is the new loop's
+	}
+	r.stall.disarm()
+	return true
+}
+
+// standby is the goroutine that takes the loop over when the stall watch
+// fires while the loop's goroutine still finishes an exit (see
+// finishBatch), which then leaves the loop once done. It leaves another
+// standby in its place first. A watch that fired as the finish ended
+// finds the loop not finishing: the standby parks again.
+func (r *reactor) standby() {
+	for {
+		r.stall.wait()
+		if r.finishing.CompareAndSwap(true, false) {
+			go r.standby()
+			r.loop()
+			return
 		}
-		p.fin.report(p.exit.status, p.exit.waitErr, p.report)
-	})
-	r.finished = true
+	}
+}
+
+// finish completes p's log and reports Finished: p is reaped, its pipe
+// closed.
+func (p *proc) finish() {
+	note := p.h.stopNote()
+	if p.fin.capped != nil {
+		if note != "" {
+			p.fin.capped.Write([]byte(note))
+		}
+		p.fin.logIncomplete(p.fin.capped.finish())
+	} else {
+		p.fin.logIncomplete(appendNote(p.fin.logPath, note))
+	}
+	p.fin.report(p.exit.status, p.exit.waitErr, p.report)
 }
 
 // logIncomplete warns of a log that could not be completed (err != nil).

@@ -146,6 +146,7 @@ func TestReactorReapsWithOneWaitid(t *testing.T) {
 	release.Close()
 	awaitPidfd(t, c.pidfd)
 	r.exited(p)
+	r.finishBatch()
 	if len(calls) != 2 {
 		t.Fatalf("%d waitid calls in all, want 2 (one a call of exited)", len(calls))
 	}
