@@ -265,6 +265,7 @@ func (s *State) applyTaskDispatched(r *TaskDispatched) error {
 	s.setTask(t, Dispatched)
 	t.Attempt, t.DispatchedAt = r.Attempt, r.At
 	t.PID, t.StartTime, t.StartedAt, t.ExitCode, t.Error, t.Output = 0, 0, 0, 0, "", nil
+	instanceDispatched(t, r.At)
 	s.flight(t, +1)
 	if t.Run.Status == RunPending {
 		s.touchRun(t.Run)

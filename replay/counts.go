@@ -46,6 +46,7 @@ func (s *State) setRun(r *Run, st RunStatus) {
 // setTask changes a task's status, keeping the counts.
 func (s *State) setTask(t *Task, st TaskStatus) {
 	s.counts.task(t, -1)
+	instanceMoved(t, st)
 	t.Status = st
 	s.counts.task(t, +1)
 }

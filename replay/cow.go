@@ -321,7 +321,7 @@ func (e *taskEnd) zero() bool {
 	return e.MutexKey == "" && !e.Expanded && e.Failures == 0 && e.Interruptions == 0 && e.Instance == 0 && e.PID == 0 && e.StartTime == 0 && e.ExitCode == 0 &&
 		e.Error == "" && e.Output == nil && e.DispatchedAt == 0 && e.StartedAt == 0 && e.FinishedAt == 0 &&
 		e.Attempts == nil && e.Item == nil && e.Instances == nil && e.instActive == 0 && e.instFailed == 0 &&
-		e.instFlight == 0
+		e.instFlight == 0 && e.inst == nil
 }
 
 // errNoEnd: a write reached the shared taskEnd of tasks that have not run

@@ -31,6 +31,7 @@ func (s *State) expand(n *Task, at int64) {
 		return
 	}
 	spec := n.Spec()
+	n.inst = &instStats{}
 	for i := 0; i < count; i++ {
 		t := s.newTask(n.Run, n.SpecIndex, spec, n.Index)
 		s.own(t)
@@ -40,6 +41,7 @@ func (s *State) expand(n *Task, at int64) {
 		}
 		n.Run.Tasks = append(n.Run.Tasks, t)
 		n.Instances = append(n.Instances, t.Index)
+		n.inst.count(t.Status, +1)
 		n.Run.active++
 		n.instActive++
 		s.release(t, at)
@@ -163,6 +165,7 @@ func (s *State) recountNodes(run *Run) {
 				n.instFailed++
 			}
 		}
+		recountInstances(n)
 	}
 }
 

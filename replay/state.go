@@ -267,6 +267,7 @@ type taskEnd struct {
 	instActive    int          // derived, nodes: instances not terminal
 	instFailed    int          // derived, nodes: instances failed or cancelled
 	instFlight    int          // derived, nodes: instances dispatched or running
+	inst          *instStats   // derived, nodes: instances by status, their first dispatch (instcounts.go)
 }
 
 // noEnd is the taskEnd of every task that has not written one: never
