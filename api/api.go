@@ -136,10 +136,10 @@ func (s *Server) register() {
 	s.handle("POST /workflows/{name}/schedule/pause", s.pauseSchedule)
 	s.handle("POST /workflows/{name}/schedule/resume", s.resumeSchedule)
 	s.handle("GET /runs", s.listRuns, "workflow", "status", "since", "limit", "cursor", "id_prefix")
-	s.handle("GET /runs/{id}", s.getRun, "wait")
+	s.handle("GET /runs/{id}", s.getRun, "wait", "instances")
 	s.handle("POST /runs/{id}/cancel", s.cancelRun)
 	s.handle("POST /runs/{id}/retry", s.retryRun)
-	s.handle("GET /runs/{id}/tasks", s.listTasks)
+	s.handle("GET /runs/{id}/tasks", s.listTasks, "fanout", "after", "limit")
 	s.handle("POST /runs/{id}/tasks/{name}/mark", s.markTask)
 	s.handle("GET /runs/{id}/tasks/{name}/logs", s.taskLogs, "attempt", "follow")
 	s.handle("GET /events", s.streamEvents, "run", "workflow", "tasks", "latest", "instances")
@@ -300,9 +300,17 @@ func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) {
 const maxRunWait = time.Minute
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
-	wait := r.URL.Query().Get("wait")
+	wait, instances := r.URL.Query().Get("wait"), r.URL.Query().Get("instances")
+	if err := instancesParam(instances); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	write := s.eng.AppendRun
+	if instances != "" {
+		write = s.eng.AppendRunSummary
+	}
 	if wait == "" {
-		s.writeAppended(w, r, s.eng.AppendRun)
+		s.writeAppended(w, r, write)
 		return
 	}
 	d, err := time.ParseDuration(wait)
@@ -330,7 +338,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.writeAppended(w, r, s.eng.AppendRun) // as without wait: no RunView built
+	s.writeAppended(w, r, write) // as without wait: no RunView built
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
@@ -349,10 +357,6 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request, act func(stri
 		return
 	}
 	writeJSON(w, http.StatusOK, run)
-}
-
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	s.writeAppended(w, r, s.eng.AppendTasks)
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) (engine.RunView, bool) {

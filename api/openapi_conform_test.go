@@ -274,6 +274,9 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 	f.put("name: cron\nschedule: '0 3 * * *'\ntasks:\n  a: {executor: noop}\n")
 	done := f.trigger("echo")
 	f.waitStatus(done, "success")
+	f.put("name: fan\ntasks:\n  each: {executor: noop, parallel: 3}\n  after: {executor: noop, depends_on: [each]}\n")
+	fan := f.trigger("fan")
+	f.waitStatus(fan, "success")
 	failed := f.trigger("fails")
 	f.waitStatus(failed, "failed")
 	f.put("name: chain\ntasks:\n  a: {command: 'exit 3'}\n  b: {executor: noop, depends_on: [a]}\n")
@@ -358,6 +361,9 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "GET /runs", path: "/runs?limit=many", want: 400},
 		{op: "GET /runs/{id}", path: "/runs/" + done, want: 200, valid: true},
 		{op: "GET /runs/{id}", path: "/runs/" + done + "?wait=1s", want: 200, valid: true},
+		{op: "GET /runs/{id}", path: "/runs/" + fan, want: 200, valid: true},
+		{op: "GET /runs/{id}", path: "/runs/" + fan + "?instances=counts", want: 200, valid: true},
+		{op: "GET /runs/{id}", path: "/runs/" + fan + "?instances=all", want: 400},
 		{op: "GET /runs/{id}", path: "/runs/not-a-uuid", want: 400},
 		{op: "GET /runs/{id}", path: "/runs/" + missing, want: 404, valid: true},
 		{op: "POST /runs/{id}/cancel", method: "POST", path: "/runs/" + cancelMe + "/cancel", want: 200, valid: true},
@@ -369,6 +375,10 @@ func openAPICases(t *testing.T, fxs map[string]*fixture) []openAPICase {
 		{op: "POST /runs/{id}/retry", method: "POST", path: "/runs/" + missing + "/retry", want: 404, valid: true},
 		{op: "POST /runs/{id}/retry", method: "POST", path: "/runs/" + done + "/retry", want: 409, valid: true},
 		{op: "GET /runs/{id}/tasks", path: "/runs/" + done + "/tasks", want: 200, valid: true},
+		{op: "GET /runs/{id}/tasks", path: "/runs/" + fan + "/tasks?fanout=each&limit=2", want: 200, valid: true},
+		{op: "GET /runs/{id}/tasks", path: "/runs/" + fan + "/tasks?fanout=each&after=1", want: 200, valid: true},
+		{op: "GET /runs/{id}/tasks", path: "/runs/" + fan + "/tasks?fanout=each&limit=0", want: 400},
+		{op: "GET /runs/{id}/tasks", path: "/runs/" + fan + "/tasks?fanout=nope", want: 404, valid: true},
 		{op: "GET /runs/{id}/tasks", path: "/runs/not-a-uuid/tasks", want: 400},
 		{op: "GET /runs/{id}/tasks", path: "/runs/" + missing + "/tasks", want: 404, valid: true},
 		{op: "GET /runs/{id}/tasks/{name}/logs", path: "/runs/" + done + "/tasks/a/logs", want: 200, valid: true},

@@ -16,20 +16,27 @@ import (
 // X-Next-Cursor headers.
 func (f *fixture) getRuns(path string) ([]engine.RunView, string, string) {
 	f.t.Helper()
+	var page []engine.RunView
+	h := f.getJSONHeader(path, &page)
+	if page == nil {
+		f.t.Fatalf("GET %s: null, want a JSON array", path)
+	}
+	return page, h.Get("Link"), h.Get("X-Next-Cursor")
+}
+
+// getJSONHeader GETs path into v (wanting 200) and returns its headers.
+func (f *fixture) getJSONHeader(path string, v any) http.Header {
+	f.t.Helper()
 	req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
 	resp := f.send(req)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		f.t.Fatalf("GET %s: %d", path, resp.StatusCode)
 	}
-	var page []engine.RunView
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		f.t.Fatalf("GET %s: %v", path, err)
 	}
-	if page == nil {
-		f.t.Fatalf("GET %s: null, want a JSON array", path)
-	}
-	return page, resp.Header.Get("Link"), resp.Header.Get("X-Next-Cursor")
+	return resp.Header
 }
 
 var linkRE = regexp.MustCompile(`^<(/runs\?[^>]+)>; rel="next"$`)

@@ -86,7 +86,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	b := getJSONBuf()
 	defer putJSONBuf(b)
-	data, err := s.eng.AppendRun(b.compact[:0], id)
+	data, err := s.eng.AppendRunSummary(b.compact[:0], id) // the page reads it so: its fan-outs summarised
 	if err != nil {
 		s.serveUIFile(w, r, "index.html", nil)
 		return

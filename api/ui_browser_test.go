@@ -486,19 +486,12 @@ func TestBrowserFanOutCountsLive(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`window.pageMarker = "same page"`),
 	)
 	before := value[float64](t, ctx, fetches)
-	release := func(instances ...string) {
-		for _, i := range instances {
-			if err := os.WriteFile(filepath.Join(d.dir, "go-"+i), nil, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	release("0", "1")
+	d.release("0", "1")
 	do(t, ctx, until(each+`.includes("✓ 2") && `+each+`.includes("▶ 2")`))
 	if n := value[float64](t, ctx, fetches); n != before {
 		t.Errorf("two instances ending made the page fetch the run %v times, want none: the counts come from the stream", n-before)
 	}
-	release("2", "3")
+	d.release("2", "3")
 	do(t, ctx, chromedp.WaitVisible(css(node("each", "success"))), chromedp.WaitVisible(css(runStatusIs("success"))),
 		until(each+`.includes("✓ 4")`))
 	if marker := value[string](t, ctx, `window.pageMarker`); marker != "same page" {

@@ -48,14 +48,13 @@ func (f FanOuts) FanOut(run, name string) (FanOut, bool) {
 }
 
 // nodes is run's tasks as its workflow defines them, nil if there is no
-// such run: a run's spec tasks come first in its tasks, its instances
-// after them.
+// such run.
 func (f FanOuts) nodes(run string) []*replay.Task {
 	r := f.st.Runs[run]
 	if r == nil {
 		return nil
 	}
-	return r.Tasks[:min(len(r.Tasks), len(r.Spec.Tasks))]
+	return specTasks(r)
 }
 
 // Workflow is the workflow of the fan-out's run.

@@ -19,24 +19,34 @@ import (
 // json.Marshal writes it, to dst. It holds the read lock while it does:
 // the caller writes the bytes to the network afterwards.
 func (e *Engine) AppendRun(dst []byte, id string) ([]byte, error) {
+	return e.appendRun(dst, id, false)
+}
+
+// appendRun is AppendRun, or AppendRunSummary when summary.
+func (e *Engine) appendRun(dst []byte, id string, summary bool) ([]byte, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	r, ok := e.state.Runs[id]
 	if !ok {
 		return dst, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
-	return e.appendRunLocked(dst, r)
+	return e.appendRunLocked(dst, r, summary)
 }
 
-// appendRunLocked is AppendRun under the read lock.
-func (e *Engine) appendRunLocked(dst []byte, r *replay.Run) ([]byte, error) {
+// appendRunLocked is AppendRun under the read lock; summary: with its
+// fan-outs summarised (AppendRunSummary).
+func (e *Engine) appendRunLocked(dst []byte, r *replay.Run, summary bool) ([]byte, error) {
 	head, err := json.Marshal(e.viewRun(r, false))
 	if err != nil {
 		return dst, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	dst = append(dst, head[:len(head)-1]...) // without its closing brace
-	if len(r.Tasks) > 0 {
-		if dst, err = e.appendTasks(append(dst, `,"tasks":`...), r); err != nil {
+	tasks := r.Tasks
+	if summary {
+		tasks = specTasks(r)
+	}
+	if len(tasks) > 0 {
+		if dst, err = e.appendTasks(append(dst, `,"tasks":`...), r, tasks, summary); err != nil {
 			return dst, err
 		}
 	}
@@ -62,21 +72,25 @@ func (e *Engine) AppendTasks(dst []byte, id string) ([]byte, error) {
 	if len(r.Tasks) == 0 {
 		return append(dst, "[]"...), nil
 	}
-	return e.appendTasks(dst, r)
+	return e.appendTasks(dst, r, r.Tasks, false)
 }
 
-// appendTasks appends r's tasks as a JSON array, one view filled at a time.
-func (e *Engine) appendTasks(dst []byte, r *replay.Run) ([]byte, error) {
+// appendTasks appends tasks of r as a JSON array, one view filled at a
+// time; summary: a fan-out without its output (its instances' outputs).
+func (e *Engine) appendTasks(dst []byte, r *replay.Run, tasks []*replay.Task, summary bool) ([]byte, error) {
 	g := newGate(e, e.cfg.Clock.Now().UnixNano())
 	var v TaskView
 	var sc taskScratch
 	var err error
 	dst = append(dst, '[')
-	for i, t := range r.Tasks {
+	for i, t := range tasks {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		e.fillTask(&v, t, g, &sc)
+		if summary && t.Expanded {
+			v.Output = nil
+		}
 		if dst, err = appendTaskJSON(dst, &v, t); err != nil {
 			return dst, fmt.Errorf("run %s: task %s: %w", r.ID, t.Key(), err)
 		}
@@ -106,6 +120,10 @@ func appendTaskJSON(dst []byte, v *TaskView, t *replay.Task) ([]byte, error) {
 		dst = strconv.AppendInt(append(dst, `,"instance":`...), int64(*v.Instance), 10)
 	}
 	dst = appendInt(dst, `,"instances":`, v.Instances)
+	if dst, err = appendMarshal(dst, `,"instance_counts":`, len(v.InstanceCounts) > 0, v.InstanceCounts); err != nil {
+		return dst, err
+	}
+	dst = appendTime(dst, `,"instances_started_at":`, v.InstancesStartedAt)
 	if dst, err = appendMarshal(dst, `,"item":`, len(v.Item) > 0, v.Item); err != nil {
 		return dst, err
 	}

@@ -65,15 +65,27 @@ func compareRunJSON(t *testing.T, e *Engine, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.appendRunLocked(nil, r)
+	got, err := e.appendRunLocked(nil, r, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("AppendRun:\n%s\njson.Marshal:\n%s", got, want)
 	}
+	// Summarised: the workflow's tasks alone, a fan-out without its output.
+	sum := e.viewRun(r, true)
+	sum.Tasks = sum.Tasks[:len(r.Spec.Tasks)]
+	for i := range sum.Tasks {
+		if sum.Tasks[i].InstanceCounts != nil || r.Tasks[i].Expanded {
+			sum.Tasks[i].Output = nil
+		}
+	}
+	wantSum, _ := json.Marshal(sum)
+	if gotSum, err := e.appendRunLocked(nil, r, true); err != nil || !bytes.Equal(gotSum, wantSum) {
+		t.Fatalf("AppendRunSummary: %v\n%s\njson.Marshal:\n%s", err, gotSum, wantSum)
+	}
 	wantTasks, _ := json.Marshal(e.viewRun(r, true).Tasks)
-	gotTasks, err := e.appendTasks(nil, r)
+	gotTasks, err := e.appendTasks(nil, r, r.Tasks, false)
 	if err != nil || !bytes.Equal(gotTasks, wantTasks) {
 		t.Fatalf("AppendTasks: %v\n%s\njson.Marshal:\n%s", err, gotTasks, wantTasks)
 	}

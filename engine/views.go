@@ -75,27 +75,32 @@ type RunView struct {
 // TaskView is one task of a run. A fan-out task is listed once as itself
 // (running while its instances run) and once per instance ("process[3]").
 type TaskView struct {
-	ID            string          `json:"id"`
-	Name          string          `json:"name"` // the task's key in the run: "process" or "process[3]"
-	Task          string          `json:"task"` // the workflow task it instantiates: "process"
-	Status        string          `json:"status"`
-	Attempt       int             `json:"attempt"`
-	Retries       int             `json:"retries,omitempty"`  // retries allowed
-	Failures      int             `json:"failures,omitempty"` // failed attempts so far
-	DependsOn     []string        `json:"depends_on,omitempty"`
-	Instance      *int            `json:"instance,omitempty"`  // an instance's index
-	Instances     int             `json:"instances,omitempty"` // a fan-out's number of instances
-	Item          json.RawMessage `json:"item,omitempty"`      // a foreach instance's item
-	NotBefore     *time.Time      `json:"not_before,omitempty"`
-	WaitingOn     []string        `json:"waiting_on,omitempty"` // why a pending task is not running (seed 004's waiting causes)
-	Interruptions int             `json:"interruptions,omitempty"`
-	Paused        bool            `json:"paused,omitempty"` // not dispatched until resumed (orkwal pause RUN TASK)
-	Ahead         bool            `json:"ahead,omitempty"`  // dispatched ahead: its attempt waits for an executor slot (slots.go)
-	Ready         bool            `json:"ready,omitempty"`  // pending, held by nothing: dispatched on the engine's next turn (waitingReady)
-	PID           int             `json:"pid,omitempty"`
-	ExitCode      *int            `json:"exit_code,omitempty"`
-	Error         string          `json:"error,omitempty"`
-	Output        json.RawMessage `json:"output,omitempty"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"` // the task's key in the run: "process" or "process[3]"
+	Task      string   `json:"task"` // the workflow task it instantiates: "process"
+	Status    string   `json:"status"`
+	Attempt   int      `json:"attempt"`
+	Retries   int      `json:"retries,omitempty"`  // retries allowed
+	Failures  int      `json:"failures,omitempty"` // failed attempts so far
+	DependsOn []string `json:"depends_on,omitempty"`
+	Instance  *int     `json:"instance,omitempty"`  // an instance's index
+	Instances int      `json:"instances,omitempty"` // a fan-out's number of instances
+	// InstanceCounts are a fan-out's instances by status (zeros left out)
+	// and InstancesStartedAt the earliest dispatch of any of them: kept by
+	// the state (replay.Task.InstanceCounts), read in O(1) per fan-out.
+	InstanceCounts     map[string]int  `json:"instance_counts,omitempty"`
+	InstancesStartedAt *time.Time      `json:"instances_started_at,omitempty"`
+	Item               json.RawMessage `json:"item,omitempty"` // a foreach instance's item
+	NotBefore          *time.Time      `json:"not_before,omitempty"`
+	WaitingOn          []string        `json:"waiting_on,omitempty"` // why a pending task is not running (seed 004's waiting causes)
+	Interruptions      int             `json:"interruptions,omitempty"`
+	Paused             bool            `json:"paused,omitempty"` // not dispatched until resumed (orkwal pause RUN TASK)
+	Ahead              bool            `json:"ahead,omitempty"`  // dispatched ahead: its attempt waits for an executor slot (slots.go)
+	Ready              bool            `json:"ready,omitempty"`  // pending, held by nothing: dispatched on the engine's next turn (waitingReady)
+	PID                int             `json:"pid,omitempty"`
+	ExitCode           *int            `json:"exit_code,omitempty"`
+	Error              string          `json:"error,omitempty"`
+	Output             json.RawMessage `json:"output,omitempty"`
 	// Inputs are the task's declared inputs as its attempts receive them
 	// (constants, and the fields of upstream outputs they name), once it
 	// has been dispatched.
@@ -191,6 +196,7 @@ func (e *Engine) viewTask(t *replay.Task, g *gate) TaskView {
 // object per time or number.
 type taskScratch struct {
 	notBefore, dispatched, started, finished time.Time
+	instStart                                time.Time
 	instance, exitCode                       int
 	attempts                                 []AttemptView
 }
@@ -218,6 +224,13 @@ func (e *Engine) fillTask(v *TaskView, t *replay.Task, g *gate, sc *taskScratch)
 	}
 	if t.Expanded {
 		v.Instances = len(t.Instances)
+		t.InstanceCounts(func(st replay.TaskStatus, n int) {
+			if v.InstanceCounts == nil {
+				v.InstanceCounts = map[string]int{}
+			}
+			v.InstanceCounts[string(st)] = n
+		})
+		v.InstancesStartedAt = sc.at(&sc.instStart, t.InstancesStartedAt())
 	}
 	if t.Status == replay.Success || t.Status == replay.Failed {
 		sc.exitCode = t.ExitCode

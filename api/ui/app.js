@@ -428,11 +428,19 @@ function runRow(r) {
 
 // -- one run
 
+const PAGE = 100; // instances of a fan-out listed at once
+
+// The run page reads the run with its fan-outs summarised
+// (?instances=counts: a fan-out is one task counting its instances), and a
+// fan-out's instances a page at a time: what it fetches never grows with a
+// fan-out's size.
 const pageRun = catching(async (id) => {
   const q = new URLSearchParams(location.search);
   // counts: each fan-out's instances by status, from the stream's
   // instance_counts events since the run was last fetched (seq orders them).
-  const st = { run: null, sel: q.get('task') || '', fanout: '', wf: null, wfGone: false, log: null, counts: {}, seq: 0 };
+  // inst: the page of the open fan-out's instances; one: the selected
+  // instance when that page does not hold it.
+  const st = { run: null, sel: q.get('task') || '', fanout: '', page: 0, inst: null, one: null, wf: null, wfGone: false, log: null, counts: {}, seq: 0 };
   const head = h('div'), facts = h('div'), dag = h('div', { class: 'dag', id: 'dag' }), gantt = h('div', { class: 'gantt', id: 'gantt' });
   const inst = h('div', { id: 'instances' }), panel = h('div', { id: 'task-panel' }), msg = h('div', { id: 'msg' });
   $('#main').replaceChildren(head, msg, h('div', { class: 'grid' },
@@ -440,29 +448,54 @@ const pageRun = catching(async (id) => {
     h('div', {}, facts)), panel);
   const pick = (key) => {
     const t = st.run.tasks.find((x) => x.name === key);
-    if (t && t.instances !== undefined && t.instance === undefined && isFanout(st.run, t)) { st.fanout = st.fanout === key ? '' : key; }
+    if (t && isFanout(t)) { st.fanout = st.fanout === key ? '' : key; st.page = 0; }
+    const k = instanceKey(key);
+    if (k) { st.fanout = k.task; st.page = Math.floor(k.index / PAGE); }
     st.sel = key;
     setQuery({ task: key });
     draw();
+    if (st.fanout || k) loadInstances();
   };
+  const turn = (page) => { st.page = page; loadInstances(); };
   const drawGraph = () => dag.replaceChildren(drawDAG(runNodes(st.run, st.counts), st.sel, pick));
+  const drawTimeline = () => gantt.replaceChildren(drawGantt(st.run, pick));
+  const drawInstances = () => inst.replaceChildren(st.fanout ? instanceList(st, pick, turn) : '');
   const draw = () => {
     const r = st.run;
     head.replaceChildren(h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
       h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
     facts.replaceChildren(runFacts(r, st.wfGone), runActions(r, msg, load));
     drawGraph();
-    inst.replaceChildren(st.fanout ? instanceList(r, st.fanout, st.sel, pick) : '');
-    gantt.replaceChildren(drawGantt(r, pick));
+    drawInstances();
+    drawTimeline();
     drawPanel(st, panel);
   };
-  const openSelected = () => { // a fan-out selected by the URL opens to its instances
+  const openSelected = () => { // a fan-out or an instance selected by the URL opens the fan-out's instances
     const t = st.sel && st.run.tasks.find((x) => x.name === st.sel);
-    if (t && !st.fanout && isFanout(st.run, t)) st.fanout = st.sel;
+    const k = instanceKey(st.sel);
+    if (t && !st.fanout && isFanout(t)) st.fanout = st.sel;
+    if (k && !st.fanout) { st.fanout = k.task; st.page = Math.floor(k.index / PAGE); }
   };
+  // loadInstances fetches the open fan-out's page of instances, and the
+  // selected instance alone when that page does not hold it.
+  const loadInstances = catching(async () => {
+    const name = st.fanout, page = st.page, k = instanceKey(st.sel);
+    if (!name) return;
+    const base = `/runs/${id}/tasks?fanout=${encodeURIComponent(name)}`;
+    const r = await api(base + `&limit=${PAGE}` + (page > 0 ? `&after=${page * PAGE - 1}` : ''));
+    if (st.fanout !== name || st.page !== page) return; // another was opened meanwhile
+    st.inst = { name, page, list: r.body, more: !!r.headers.get('Link') };
+    st.one = null;
+    if (k && !st.inst.list.some((x) => x.name === st.sel)) {
+      const one = await api(`/runs/${id}/tasks?fanout=${encodeURIComponent(k.task)}&limit=1` + (k.index > 0 ? `&after=${k.index - 1}` : ''));
+      st.one = one.body[0] || null;
+    }
+    drawInstances();
+    drawPanel(st, panel);
+  });
   const load = catching(async () => {
     const seq = st.seq;
-    st.run = (await api('/runs/' + id)).body;
+    st.run = (await api('/runs/' + id + '?instances=counts')).body;
     for (const [k, c] of Object.entries(st.counts)) if (c.seq <= seq) delete st.counts[k]; // the run is newer
     openSelected();
     // The version it ran (its tasks' declared inputs), fetched once.
@@ -471,37 +504,62 @@ const pageRun = catching(async (id) => {
         .catch((err) => { if (err.status === 404) { st.wfGone = true; draw(); } });
     }
     draw();
+    if (st.fanout) loadInstances();
   });
-  // The server puts the run in the page: the first draw needs no request.
+  // The server puts the run in the page (summarised): the first draw needs
+  // no request for it.
   const initial = $('#initial-run');
   if (initial) {
     try { st.run = JSON.parse(initial.textContent); openSelected(); draw(); drawn(); } catch (e) { st.run = null; }
+    if (st.run && st.fanout) loadInstances();
   }
   // Without the run in the page, it is fetched now; with it, once the
   // stream is open (what changed in between is then read).
   if (!st.run) { await load(); drawn(); }
   // The stream sends a fan-out's instances as its counts by status
-  // (?instances=counts): they redraw its node, with no fetch. Anything
-  // else fetches the run again: at once for a small run, at most once a
-  // second for a big one; so do counts while their fan-out is open to its
-  // instances (the list shows each), and every 5 s otherwise (the timeline).
+  // (?instances=counts): they redraw its node and the timeline, with no
+  // fetch of the run; while its instances are listed (or one is
+  // selected), the page of them is fetched again, at most twice a second.
+  // Any other event (a task of the workflow, the run) fetches the
+  // summarised run again.
   const soon = debounce(load, () => (st.run && st.run.tasks.length > 200 ? 1000 : 100));
-  const later = debounce(load, 5000);
+  const instancesSoon = debounce(loadInstances, 500);
   const onEvent = (ev) => {
     if (ev.type !== 'instance_counts') { soon(); return; }
     st.counts[ev.task] = { counts: ev.counts || {}, seq: ++st.seq };
-    if (st.run) drawGraph();
-    (st.fanout === ev.task ? soon : later)();
+    if (!st.run) return;
+    drawGraph();
+    drawTimeline();
+    if (st.fanout === ev.task) { drawInstances(); instancesSoon(); }
   };
   live('?latest=1&instances=counts&run=' + id, onEvent, load, !!initial);
+  // A running task's bar grows with the clock, events or not.
+  setInterval(() => { if (st.run && !ended(st.run)) drawTimeline(); }, 5000);
 });
 
-function isFanout(run, t) { return t.instance == null && (t.instances > 0 || run.tasks.some((x) => x.task === t.name && x.instance != null)); }
+function ended(r) { return ['success', 'failed', 'cancelled'].includes(r.status); }
+
+// instanceKey reads an instance's key ("each[3]"): its fan-out and index;
+// null for any other.
+function instanceKey(key) {
+  const m = /^(.+)\[(\d+)\]$/.exec(key || '');
+  return m ? { task: m[1], index: +m[2] } : null;
+}
+
+// taskOf is the task of key the page holds: the run's own tasks, then the
+// instances fetched.
+function taskOf(st, key) {
+  if (!st.run || !key) return null;
+  return st.run.tasks.find((x) => x.name === key) || (st.inst && st.inst.list.find((x) => x.name === key)) ||
+    (st.one && st.one.name === key ? st.one : null);
+}
+
+// isFanout: t expanded into instances (a summarised run counts them).
+function isFanout(t) { return t.instance == null && (t.instances > 0 || t.instance_counts != null); }
 
 function runStatus(r) {
-  const ended = ['success', 'failed', 'cancelled'].includes(r.status);
-  if (r.cancel_requested && !ended) return 'cancelling';
-  return r.paused && !ended ? 'paused' : r.status;
+  if (r.cancel_requested && !ended(r)) return 'cancelling';
+  return r.paused && !ended(r) ? 'paused' : r.status;
 }
 
 // runFacts lists the run's facts; gone: its version is no longer kept.
@@ -527,30 +585,20 @@ function runActions(r, msg, reload) {
     try { await api(`/runs/${r.id}/${verb}`, { method: 'POST' }); flash(msg, `${label}: accepted`, true); } catch (err) { flash(msg, err.message); }
     reload();
   } }, label);
-  const ended = ['success', 'failed', 'cancelled'].includes(r.status);
   return h('div', { class: 'actions' },
-    !ended && !r.cancel_requested ? act('cancel', 'Cancel run', 'danger') : '',
-    ended && r.status !== 'success' ? act('retry', 'Retry run', 'primary') : '');
+    !ended(r) && !r.cancel_requested ? act('cancel', 'Cancel run', 'danger') : '',
+    ended(r) && r.status !== 'success' ? act('retry', 'Retry run', 'primary') : '');
 }
 
 // runNodes makes the DAG's nodes: one per task of the workflow, a fan-out
 // as one node counting its instances by status (live: counts the stream
 // sent since the run was fetched, by fan-out).
 function runNodes(r, live) {
-  const byTask = new Map();
-  for (const t of r.tasks) {
-    if (t.instance == null) continue;
-    const c = byTask.get(t.task) || {};
-    c[t.status] = (c[t.status] || 0) + 1;
-    byTask.set(t.task, c);
-  }
-  for (const [k, c] of Object.entries(live || {})) byTask.set(k, c.counts);
   return r.tasks.filter((t) => t.instance == null).map((t) => {
-    const counts = byTask.get(t.name);
+    const counts = fanCounts(t, live);
     const lines = [`${ICON[t.status] || '•'} ${t.status}` + (t.attempt > 1 ? ` · attempt ${t.attempt}` : '')];
     if (counts) {
-      const n = Object.values(counts).reduce((a, b) => a + b, 0);
-      lines[0] = `${ICON[t.status] || '•'} ${t.status} · ${n} instances`;
+      lines[0] = `${ICON[t.status] || '•'} ${t.status} · ${total(counts)} instances`;
       lines.push(Object.entries(counts).map(([s, c]) => `${ICON[s] || s} ${c}`).join('  '));
     } else {
       const d = span(t.started_at || t.dispatched_at, t.finished_at);
@@ -560,23 +608,53 @@ function runNodes(r, live) {
   });
 }
 
-function instanceList(r, name, sel, pick) {
-  const all = r.tasks.filter((t) => t.task === name && t.instance != null);
-  const shown = all.slice(0, 500);
-  return h('div', { class: 'panel' }, h('h2', {}, `Instances of ${name}`, ' ', h('span', { class: 'muted' }, `(${all.length}${all.length > shown.length ? ', the first 500 shown' : ''})`)),
-    h('div', { class: 'inst' }, h('table', {}, h('tbody', {}, shown.map((t) => h('tr', { class: t.name === sel ? 'sel' : '', 'data-task': t.name },
-      h('td', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); pick(t.name); } }, t.name)),
-      h('td', {}, badge(t.paused && t.status === 'pending' ? 'paused' : t.status)), h('td', {}, t.attempt ? 'attempt ' + t.attempt : ''),
-      h('td', {}, fmtDur(span(t.started_at || t.dispatched_at, t.finished_at)))))))));
+// fanCounts is a fan-out's instances by status: the stream's latest, else
+// the run's; null for a task that is not an expanded fan-out.
+function fanCounts(t, live) {
+  const c = live && live[t.name];
+  return c ? c.counts : t.instance_counts || (t.instances > 0 ? {} : null);
 }
 
+function total(counts) {
+  let n = 0;
+  for (const k in counts) n += counts[k];
+  return n;
+}
+
+// instanceList shows the open fan-out's page of instances (PAGE at a
+// time), with its place among them all and the way to the others.
+function instanceList(st, pick, turn) {
+  const name = st.fanout, t = st.run.tasks.find((x) => x.name === name);
+  const all = t ? total(fanCounts(t, st.counts) || {}) : 0;
+  const page = st.inst && st.inst.name === name && st.inst.page === st.page ? st.inst : null;
+  const rows = page ? page.list : [];
+  const from = st.page * PAGE;
+  const where = rows.length ? `${from + 1}–${from + rows.length} of ${all}` : page ? `none of ${all} here` : `${all}, loading…`;
+  const nav = h('div', { class: 'pager' },
+    st.page > 0 ? h('a', { href: '#', id: 'inst-prev', onclick: (e) => { e.preventDefault(); turn(st.page - 1); } }, '« previous') : '',
+    page && page.more ? h('a', { href: '#', id: 'inst-next', onclick: (e) => { e.preventDefault(); turn(st.page + 1); } }, 'next »') : '');
+  return h('div', { class: 'panel' }, h('h2', {}, `Instances of ${name}`, ' ', h('span', { class: 'muted', id: 'inst-where' }, `(${where})`)),
+    h('div', { class: 'inst' }, h('table', {}, h('tbody', {}, rows.map((x) => h('tr', { class: x.name === st.sel ? 'sel' : '', 'data-task': x.name, 'data-status': x.status },
+      h('td', {}, h('a', { href: '#', onclick: (e) => { e.preventDefault(); pick(x.name); } }, x.name)),
+      h('td', {}, badge(x.paused && x.status === 'pending' ? 'paused' : x.status)), h('td', {}, x.attempt ? 'attempt ' + x.attempt : ''),
+      h('td', {}, fmtDur(span(x.started_at || x.dispatched_at, x.finished_at)))))))), nav);
+}
+
+// drawGantt draws a bar per attempt of each task of the workflow, and one
+// per fan-out from its first instance's dispatch to its end. It reads the
+// summarised run: a loop over its tasks, never over instances.
 function drawGantt(r, pick) {
   const tasks = r.tasks.filter((t) => t.instance == null);
-  const starts = r.tasks.flatMap((t) => [t.dispatched_at || t.started_at, ...(t.attempts || []).map((a) => a.started_at)]).filter(Boolean).map((x) => +new Date(x));
-  if (!starts.length) return h('p', { class: 'muted' }, 'No attempt has started yet.');
-  const t0 = Math.min(...starts);
-  const ends = r.tasks.map((t) => (t.finished_at ? +new Date(t.finished_at) : Date.now()));
-  const t1 = Math.max(t0 + 1, r.finished_at ? +new Date(r.finished_at) : Math.max(...ends));
+  let t0 = Infinity, last = -Infinity;
+  const start = (x) => { if (x) t0 = Math.min(t0, +new Date(x)); };
+  for (const t of tasks) {
+    start(t.dispatched_at || t.started_at);
+    start(t.instances_started_at);
+    for (const a of t.attempts || []) start(a.started_at);
+    last = Math.max(last, t.finished_at ? +new Date(t.finished_at) : Date.now());
+  }
+  if (t0 === Infinity) return h('p', { class: 'muted' }, 'No attempt has started yet.');
+  const t1 = Math.max(t0 + 1, r.finished_at ? +new Date(r.finished_at) : last);
   const pct = (x) => (100 * (x - t0)) / (t1 - t0);
   const bar = (name, status, a, b, label) => h('div', { class: 'bar s-' + status, 'data-status': status,
     style: { left: pct(a) + '%', width: Math.max(0.3, pct(b) - pct(a)) + '%' },
@@ -584,12 +662,9 @@ function drawGantt(r, pick) {
   // barsOf: one bar per attempt of a task (its ended ones, then the one in
   // flight); a fan-out's single bar spans its instances.
   const barsOf = (t) => {
-    if (isFanout(r, t)) {
-      const group = r.tasks.filter((x) => x.task === t.name && x.instance != null);
-      const ss = group.map((x) => x.dispatched_at || x.started_at).filter(Boolean).map((x) => +new Date(x));
-      if (!ss.length) return [];
-      const es = group.map((x) => (x.finished_at ? +new Date(x.finished_at) : Date.now()));
-      return [bar(t.name, t.status, Math.min(...ss), Math.max(...es), '')];
+    if (isFanout(t)) {
+      if (!t.instances_started_at) return [];
+      return [bar(t.name, t.status, +new Date(t.instances_started_at), t.finished_at ? +new Date(t.finished_at) : Date.now(), '')];
     }
     return attemptsOf(t).filter((a) => a.start).map((a) =>
       bar(t.name, a.status, +new Date(a.start), a.end ? +new Date(a.end) : Date.now(), ` attempt ${a.attempt}`));
@@ -629,7 +704,7 @@ function drawAttempts(t, open) {
 // drawPanel shows the selected task: its attempts, inputs and output, and
 // the log of the chosen attempt, followed live while it runs.
 function drawPanel(st, panel) {
-  const t = st.run && st.run.tasks.find((x) => x.name === st.sel);
+  const t = taskOf(st, st.sel);
   if (!t) { stopLog(st); panel.replaceChildren(st.sel ? '' : h('p', { class: 'muted' }, 'Select a task in the graph to see its attempts and logs.')); return; }
   const spec = st.wf && st.wf.version === st.run.version ? (st.wf.tasks || []).find((x) => x.name === t.task) : null;
   const attempt = st.log && st.log.task === t.name ? st.log.attempt : t.attempt;

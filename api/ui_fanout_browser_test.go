@@ -1,0 +1,105 @@
+package api
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserFanOutListLiveWithoutTheRun: with a running fan-out open to
+// its instances, the page keeps the list, the node's counts and the
+// timeline live as instances end without fetching the run again (no
+// GET /runs/{id}, summarised or not): the list comes a page at a time
+// (GET /runs/{id}/tasks?fanout=&limit=), the counts from the stream. An
+// instance picked in the list shows in the task panel.
+func TestBrowserFanOutListLiveWithoutTheRun(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfFanLive)
+	id := d.trigger("fanlive")
+	ctx := browse(t)
+	each := `document.querySelector('#dag g.node[data-task="each"]').textContent`
+	row := func(i, status string) string {
+		return `#instances tr[data-task="each[` + i + `]"] [data-status="` + status + `"]`
+	}
+	fetched := func(kind string) string {
+		return `performance.getEntriesByType("resource").filter((e) => { const u = new URL(e.name);
+			return u.pathname === "/runs/` + id + kind + `" && (u.pathname.endsWith("/tasks") ? u.searchParams.get("fanout") === "each" && +u.searchParams.get("limit") <= 100 : true); }).length`
+	}
+	runs, pages := fetched(""), fetched("/tasks")
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+id)),
+		chromedp.WaitVisible(css(`#live.on`)),
+		until(each+`.includes("▶ 4")`),
+		chromedp.Click(css(`#dag g.node[data-task="each"]`)),
+		chromedp.WaitVisible(css(row("3", "running"))),
+		chromedp.WaitVisible(css(`#gantt .row[data-task="each"] .bar`)),
+		chromedp.Evaluate[chromedp.Void](`window.pageMarker = "same page"`),
+	)
+	runsBefore, pagesBefore := value[float64](t, ctx, runs), value[float64](t, ctx, pages)
+	d.release("0", "1")
+	do(t, ctx, chromedp.WaitVisible(css(row("0", "success"))), chromedp.WaitVisible(css(row("1", "success"))),
+		chromedp.WaitVisible(css(row("2", "running"))), until(each+`.includes("✓ 2") && `+each+`.includes("▶ 2")`))
+	if n := value[float64](t, ctx, runs); n != runsBefore {
+		t.Errorf("instances ending made the page fetch the run %v times, want none: the list comes a page at a time", n-runsBefore)
+	}
+	if n := value[float64](t, ctx, pages); n <= pagesBefore {
+		t.Errorf("the list changed with no page of instances fetched (%v before, %v after)", pagesBefore, n)
+	}
+	do(t, ctx, chromedp.Click(css(`#instances tr[data-task="each[0]"] a`)),
+		until(`document.querySelector("#task-name") && document.querySelector("#task-name").textContent === "each[0]"`))
+	if n := value[float64](t, ctx, runs); n != runsBefore {
+		t.Errorf("picking an instance fetched the run %v times, want none", n-runsBefore)
+	}
+	d.release("2", "3")
+	do(t, ctx, chromedp.WaitVisible(css(row("3", "success"))), chromedp.WaitVisible(css(node("each", "success"))),
+		chromedp.WaitVisible(css(runStatusIs("success"))))
+	if marker := value[string](t, ctx, `window.pageMarker`); marker != "same page" {
+		t.Fatalf("the page reloaded (marker %q)", marker)
+	}
+}
+
+// release lets wfFanLive's instances end (each waits for its file).
+func (d *daemon) release(instances ...string) {
+	for _, i := range instances {
+		if err := os.WriteFile(filepath.Join(d.dir, "go-"+i), nil, 0o600); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+}
+
+const wfFanWide = `name: fanwide
+tasks:
+  each: {executor: noop, parallel: 250}
+`
+
+// TestBrowserFanOutInstancesPaged: a fan-out's instances are listed 100 at
+// a time, with the way to the next and previous pages.
+func TestBrowserFanOutInstancesPaged(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfFanWide)
+	id := d.trigger("fanwide")
+	ctx := browse(t)
+	where := `document.querySelector("#inst-where").textContent`
+	rows := `document.querySelectorAll("#instances tr[data-task]").length`
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+id)),
+		chromedp.WaitVisible(css(runStatusIs("success"))),
+		chromedp.Click(css(`#dag g.node[data-task="each"]`)),
+		until(where+` === "(1–100 of 250)" && `+rows+` === 100`),
+		chromedp.Click(css(`#inst-next`)),
+		until(where+` === "(101–200 of 250)" && document.querySelector('#instances tr[data-task="each[100]"]') !== null`),
+		chromedp.Click(css(`#inst-next`)),
+		until(where+` === "(201–250 of 250)" && `+rows+` === 50 && document.querySelector("#inst-next") === null`),
+		chromedp.Click(css(`#inst-prev`)),
+		until(where+` === "(101–200 of 250)"`),
+	)
+	// An instance named by the URL opens its fan-out at its page.
+	do(t, ctx,
+		chromedp.Navigate(d.url("/ui/runs/"+id+"?task=each[201]")),
+		until(where+` === "(201–250 of 250)"`),
+		chromedp.WaitVisible(css(`#instances tr.sel[data-task="each[201]"]`)),
+		until(`document.querySelector("#task-name") && document.querySelector("#task-name").textContent === "each[201]"`),
+	)
+}
