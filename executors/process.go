@@ -487,7 +487,7 @@ func (h *processHandle) markExited() {
 func (h *processHandle) reapExited(waitid waitidFunc, pidfd int) (status syscall.WaitStatus, exited bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	status, exited, err = reapPidfd(waitid, pidfd)
+	status, exited, err = reapPidfd(waitid, pidfd, int(h.pid))
 	if exited {
 		h.exitedLocked()
 	}

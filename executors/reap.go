@@ -32,13 +32,15 @@ const (
 // SIGCHLD's fields are si_pid, si_uid, then si_status (ints).
 const siStatusOffset = (12+unsafe.Sizeof(uintptr(0))-1)&^(unsafe.Sizeof(uintptr(0))-1) + 8
 
-// reapPidfd reaps the child of pidfd if it has exited, in one waitid
-// (WNOHANG: the reactor's pidfds are blocking), and returns its status
-// decoded from the siginfo (see waitStatusOf). exited is false while the
-// child runs. An error (ECHILD and the like: nothing to wait for) counts
-// as an exit: there is nothing left to wait for; the error is the
-// outcome.
-func reapPidfd(waitid waitidFunc, pidfd int) (status syscall.WaitStatus, exited bool, err error) {
+// reapPidfd reaps the child of pidfd (process pid) if it has exited, in
+// one waitid (WNOHANG: the reactor's pidfds are blocking), and returns its
+// status decoded from the siginfo (see waitStatusOf). exited is false
+// while the child runs. An error (ECHILD and the like: nothing to wait
+// for) counts as an exit: there is nothing left to wait for; the error is
+// the outcome. A kernel that polls pidfds but cannot wait on one (Linux
+// 5.3: waitid(P_PIDFD) is 5.4's) answers EINVAL: the child is then reaped
+// by its pid (see reapPIDNoHang).
+func reapPidfd(waitid waitidFunc, pidfd, pid int) (status syscall.WaitStatus, exited bool, err error) {
 	for {
 		var info unix.Siginfo
 		err := waitid(unix.P_PIDFD, pidfd, &info, unix.WEXITED|unix.WNOHANG, nil)
@@ -47,6 +49,8 @@ func reapPidfd(waitid waitidFunc, pidfd int) (status syscall.WaitStatus, exited 
 			continue
 		case unix.EAGAIN:
 			return 0, false, nil
+		case unix.EINVAL:
+			return reapPIDNoHang(pid)
 		case nil:
 			// With WNOHANG and no exit yet, Linux answers 0 with a zero
 			// si_signo (a non-blocking pidfd answers EAGAIN instead).
@@ -75,6 +79,22 @@ func waitStatusOf(info *unix.Siginfo) (syscall.WaitStatus, error) {
 		return syscall.WaitStatus(n&0x7f | 0x80), nil
 	}
 	return 0, fmt.Errorf("waitid: unexpected si_code %d (si_status %d)", info.Code, n)
+}
+
+// reapPIDNoHang reaps process pid, a child of the daemon, if it has
+// exited: until it is reaped its pid names it alone. exited is false while
+// it runs; an error counts as an exit, as in reapPidfd.
+func reapPIDNoHang(pid int) (status syscall.WaitStatus, exited bool, err error) {
+	for {
+		wpid, err := syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, true, os.NewSyscallError("wait4", err)
+		}
+		return status, wpid == pid, nil
+	}
 }
 
 // reapPID collects the exit status of process pid, a child of the daemon

@@ -173,3 +173,53 @@ func TestReactorReapsWithOneWaitid(t *testing.T) {
 		unix.Close(fd)
 	}
 }
+
+// TestReactorReapsWithoutPidfdWaitid: on a kernel that polls pidfds but
+// has no waitid(P_PIDFD) (Linux 5.3: EINVAL), the reactor reaps the child
+// by its pid instead, with its exact exit status, and leaves no zombie; a
+// stale event, the child still running, reaps nothing and marks nothing.
+func TestReactorReapsWithoutPidfdWaitid(t *testing.T) {
+	t.Parallel()
+	r := handDrivenReactor(t)
+	r.waitid = func(idType, id int, info *unix.Siginfo, options int, rusage *unix.Rusage) error {
+		if idType == unix.P_PIDFD {
+			return unix.EINVAL
+		}
+		return unix.Waitid(idType, id, info, options, rusage)
+	}
+	gate, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	c := spawnSh(t, "", "read x <&3; exit 7", gate)
+	finished := make(chan Event, 1)
+	h := &processHandle{pid: int32(c.pid)}
+	p := &proc{pid: c.pid, pidfd: c.pidfd, pipe: -1, h: h, fin: finishInfo{taskID: "t"}, report: func(ev Event) { finished <- ev }}
+
+	r.exited(p) // stale: the child waits for the gate
+	if p.exit != nil || h.exited {
+		t.Fatalf("running child: exit %+v, handle exited %v; want none, false", p.exit, h.exited)
+	}
+	release.Close()
+	awaitPidfd(t, c.pidfd)
+	r.exited(p)
+	r.finishBatch()
+	if !h.exited {
+		t.Error("handle not marked exited")
+	}
+	if _, err := syscall.Wait4(c.pid, nil, syscall.WNOHANG, nil); err != syscall.ECHILD {
+		t.Errorf("wait4 after exited: %v, want ECHILD (already reaped)", err)
+	}
+	select {
+	case ev := <-finished:
+		if ev.ExitCode != 7 || ev.Err != "exit status 7" {
+			t.Errorf("Finished %+v, want exit 7", ev)
+		}
+	case <-time.After(guard):
+		t.Fatal("no Finished within the guard time")
+	}
+	for _, fd := range r.closing {
+		unix.Close(fd)
+	}
+}
