@@ -136,9 +136,10 @@ func TestFinishBatchFinishesTheLastItself(t *testing.T) {
 }
 
 // TestReactorTakesOverFromABlockedReport: while the loop's goroutine
-// finishes an exit itself and its report blocks, another goroutine takes
-// the loop over after finishHereFor: the next exit is reaped and reported
-// meanwhile. The test's reactor, and its goroutine, are left running.
+// finishes an exit itself and its report blocks, the standby goroutine
+// takes the loop over once another exit is ready: that one is reaped and
+// reported meanwhile. The test's reactor, and its goroutines, are left
+// running.
 func TestReactorTakesOverFromABlockedReport(t *testing.T) {
 	t.Parallel()
 	r, err := newReactor()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -37,8 +38,10 @@ import (
 // batch is handled, does the rest (completing the log, reading the output
 // file, reporting Finished: see finishBatch): itself for the batch's last
 // exit, on finishing goroutines (see finisher) for the others. A report
-// function that blocks never holds up the other tasks for long: after
-// finishHereFor another goroutine takes the loop over.
+// function that blocks (or starts the slot's next process) does not hold
+// up the other tasks: once anything else is ready meanwhile, a standby
+// goroutine takes the loop over (see standby). Only a drain deadline that
+// passes while nothing else happens waits for the report.
 //
 // Writing the logs is the loop's own work: all output passes through one
 // goroutine (one core's worth of copying, where each task's copier could
@@ -177,7 +180,7 @@ func newReactor() (*reactor, error) {
 		f.Close()
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
-	stall, err := newStallWatch()
+	stall, err := newStallWatch(epfd)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -437,20 +440,15 @@ func (r *reactor) finish(p *proc) {
 	r.ended = append(r.ended, p)
 }
 
-// finishHereFor is how long the loop's goroutine may spend finishing an
-// exit itself (the report may start the slot's next process) before
-// another goroutine takes the loop over: the exits and the output of the
-// other tasks wait that long at most behind a report that blocks.
-const finishHereFor = time.Millisecond
-
 // finishBatch finishes the procs the batch ended: all but the last on
 // finishing goroutines (see finisher), beside each other, and the last on
 // the loop's goroutine itself, with nothing handed over: handing a lone
 // exit to a parked goroutine cost its wake-up and that of an idle
 // processor's thread, tens of microseconds of CPU a task (issue 27). If
-// that takes longer than finishHereFor, the standby goroutine takes the
-// loop over (see standby), and finishBatch returns false: this one must
-// leave it (it owns none of the loop's state while it finishes).
+// anything is ready for the loop meanwhile, the standby goroutine takes
+// it over (see standby), and finishBatch returns false: this one must
+// leave it (it owns none of the loop's state while it finishes). If the
+// watch cannot be armed, the last goes to the finisher too.
 func (r *reactor) finishBatch() bool {
 	n := len(r.ended)
 	if n == 0 {
@@ -463,7 +461,11 @@ func (r *reactor) finishBatch() bool {
 	clear(r.ended)
 	r.ended = r.ended[:0]
 	r.finishing.Store(true)
-	r.stall.arm(finishHereFor)
+	if !r.stall.arm() {
+		r.finishing.Store(false)
+		r.finisher.run(last.finish)
+		return true
+	}
 	last.finish()
 	if !r.finishing.CompareAndSwap(true, false) {
 		return false // taken over: the stall watch is the new loop's
@@ -473,18 +475,21 @@ func (r *reactor) finishBatch() bool {
 }
 
 // standby is the goroutine that takes the loop over when the stall watch
-// fires while the loop's goroutine still finishes an exit (see
-// finishBatch), which then leaves the loop once done. It leaves another
-// standby in its place first. A watch that fired as the finish ended
-// finds the loop not finishing: the standby parks again.
+// wakes it while the loop's goroutine still finishes an exit (see
+// finishBatch), which then leaves the loop once done. It disarms the
+// watch and leaves another standby in its place first. Woken as the
+// finish ended, it finds the loop not finishing, and waits again once the
+// watch is disarmed.
 func (r *reactor) standby() {
 	for {
 		r.stall.wait()
 		if r.finishing.CompareAndSwap(true, false) {
+			r.stall.disarm()
 			go r.standby()
 			r.loop()
 			return
 		}
+		runtime.Gosched() // let the finish's goroutine disarm the watch
 	}
 }
 

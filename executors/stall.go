@@ -4,67 +4,73 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// stallWatch tells a goroutine parked on it that the reactor's loop has
-// spent too long finishing an exit itself (see reactor.finishBatch): a
-// timerfd, armed before that finish and disarmed after it, in the
-// runtime's poller. Arming and disarming it are a system call each and
-// wake no thread: a runtime timer armed for the same purpose woke the
-// poller's thread (to sleep until the new timer) at every exit, which
-// cost as much as handing the exit to a parked goroutine.
+// stallWatch wakes the reactor's standby goroutine when something is
+// ready for the loop while the loop's goroutine finishes an exit itself
+// (see reactor.finishBatch): an epoll instance of its own, in the
+// runtime's poller, that holds the reactor's epoll instance only while
+// that finish runs (armed). Arming and disarming it are a system call
+// each and wake no thread; the standby is woken only when there is work
+// for the loop meanwhile (another exit, output), so that it is done
+// beside the finish, as a finishing goroutine of its own allowed. A
+// runtime timer armed around the finish instead woke the poller's thread
+// at every exit, and a timer still left an exit waiting behind a finish
+// that starts the next process.
 type stallWatch struct {
-	fd int
-	rc syscall.RawConn // of fd, in the runtime's poller
+	fd     int             // the watch's epoll instance
+	target int             // the reactor's epoll instance
+	rc     syscall.RawConn // of fd, in the runtime's poller
 }
 
-func newStallWatch() (*stallWatch, error) {
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+func newStallWatch(target int) (*stallWatch, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return nil, os.NewSyscallError("timerfd_create", err)
+		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	f := os.NewFile(uintptr(fd), "timerfd")
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(fd), "epoll")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("timerfd: %w", err)
+		return nil, fmt.Errorf("stall watch: %w", err)
 	}
-	return &stallWatch{fd: fd, rc: rc}, nil
+	return &stallWatch{fd: fd, target: target, rc: rc}, nil
 }
 
-// arm has the watch fire once d has passed, unless disarmed before; nil
-// (a hand-driven reactor's) never fires.
-func (w *stallWatch) arm(d time.Duration) {
-	if w != nil {
-		w.set(unix.NsecToTimespec(int64(d)))
+// arm has the watch wake its waiter once the reactor's epoll instance has
+// anything ready (at once if it has already); false if it could not be
+// armed (no memory for the epoll item). A nil watch (a hand-driven
+// reactor's) never wakes anyone.
+func (w *stallWatch) arm() bool {
+	if w == nil {
+		return true
 	}
+	return unix.EpollCtl(w.fd, unix.EPOLL_CTL_ADD, w.target, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(w.target)}) == nil
 }
 
-// disarm cancels the firing armed, and one that fired but was not yet
-// seen by wait.
+// disarm undoes arm.
 func (w *stallWatch) disarm() {
 	if w != nil {
-		w.set(unix.Timespec{})
+		_ = unix.EpollCtl(w.fd, unix.EPOLL_CTL_DEL, w.target, nil)
 	}
 }
 
-func (w *stallWatch) set(value unix.Timespec) {
-	// Fails only for a bad descriptor or value, neither possible here.
-	_ = unix.TimerfdSettime(w.fd, 0, &unix.ItimerSpec{Value: value}, nil)
-}
-
-// wait parks the calling goroutine until the watch fires.
+// wait parks the calling goroutine until the watch is armed and the
+// reactor's epoll instance has something ready.
 func (w *stallWatch) wait() {
-	var ticks [8]byte
+	var ev [1]unix.EpollEvent
 	err := w.rc.Read(func(fd uintptr) bool {
-		_, err := unix.Read(int(fd), ticks[:])
-		return err != unix.EAGAIN
+		n, err := unix.EpollWait(int(fd), ev[:], 0)
+		return n > 0 || (err != nil && err != unix.EINTR)
 	})
 	if err != nil {
-		// The timerfd is never closed: there is no way to go on.
+		// The epoll instance is never closed: there is no way to go on.
 		panic(fmt.Sprintf("orkwal: wait for the reactor's stall watch: %v", err))
 	}
 }
