@@ -204,7 +204,7 @@ func Open(cfg Config) (*Engine, error) {
 		lock.Release()
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, dirs: Layout(cfg.DataDir).attemptDirs(), state: replay.New(), inbox: newInbox(), launcher: newLauncher(), slots: newSlots(cfg.MaxConcurrent, cfg.Clock), startedDue: make(chan struct{}, 1),
+	e := &Engine{cfg: cfg, log: cfg.Logger, lock: lock, dirs: Layout(cfg.DataDir).attemptDirs(), state: replay.New(), inbox: newInbox(), launcher: newLauncher(launchWorkersFor(cfg.MaxConcurrent)), slots: newSlots(cfg.MaxConcurrent, cfg.Clock), startedDue: make(chan struct{}, 1),
 		startedDelay: defaultStartedDelay, stepBudget: snapshotStep,
 		stop: make(chan struct{}), done: make(chan struct{}), attempts: map[string]*attempt{}, crashed: map[string]bool{}, notRunCount: map[string]int{},
 		changed: make(chan struct{}), halt: make(chan struct{}), compactDone: make(chan *compactResult, 1)}

@@ -14,23 +14,35 @@ import (
 // 4 (two per core here) is a judgement, not a tuned figure: on a loaded
 // 2-core machine 1 and 8 workers were compared once (BenchmarkDaguEngine,
 // BenchmarkProcessVsBare) and the noise was larger than the difference.
+// Fewer with fewer slots: see launchWorkersFor.
 const launchWorkers = 4
+
+// launchWorkersFor is the launcher's bound for maxConcurrent slots: as
+// many as the slots, at least 2 (a lone start is prepared beside one busy
+// worker: see loneStart), at most launchWorkers. With 2 slots a turn's
+// starts (about 16, dispatched ahead) woke 4 workers to prepare them on 2
+// cores beside the running processes; 2 prepare them as fast as the slots
+// use them (BenchmarkProcessVsBare/concurrency=2, 6 alternating pairs
+// against 4 workers under load 12-15: median ratio +0.08, cpu-ratio
+// +0.016).
+func launchWorkersFor(maxConcurrent int) int { return min(launchWorkers, max(2, maxConcurrent)) }
 
 // launcher runs the effects that need no answer from the loop, off the
 // loop: starting executors (preparing their files while their dispatch is
 // being made durable, spawning only once it is: see Engine.launch) and
 // removing the scratch files of finished attempts. Jobs are taken in submission
-// order, so starts begin in dispatch order, but up to launchWorkers run at
+// order, so starts begin in dispatch order, but up to max run at
 // once and may complete in any order: the order that the log, the state
 // and the gate define is the dispatch order, and a start is not an event
 // anyone can observe before its Started report.
 //
-// Workers are goroutines started on demand, up to launchWorkers, that park
+// Workers are goroutines started on demand, up to max, that park
 // once the queue is empty and take the jobs of later turns, until close:
 // a worker started for every turn cost its creation, its exit and the
 // growth of its stack (preparing a start needs a deep one) several times a
 // turn (issue 27: at concurrency 2, about 0.6 worker a task).
 type launcher struct {
+	max     int // workers at most (launchWorkersFor)
 	mu      sync.Mutex
 	wake    sync.Cond // signalled for a parked worker to take a job, or to end (closed)
 	idle    sync.Cond // signalled when the queue is empty and no job runs
@@ -42,8 +54,8 @@ type launcher struct {
 	closed  bool // parked workers end, and no more are started
 }
 
-func newLauncher() *launcher {
-	l := &launcher{}
+func newLauncher(workers int) *launcher {
+	l := &launcher{max: workers}
 	l.wake.L = &l.mu
 	l.idle.L = &l.mu
 	return l
@@ -58,14 +70,14 @@ func (l *launcher) submit(jobs ...func()) {
 	defer l.mu.Unlock()
 	l.queue = append(l.queue, jobs...)
 	// A worker awake and running no job takes one queued; a parked one is
-	// woken, then one started, for each job beyond those, up to
-	// launchWorkers in all.
+	// woken, then one started, for each job beyond those, up to max in
+	// all.
 	awake := l.workers - l.running - l.parked
 	for ; awake < len(l.queue) && l.parked > 0; awake++ {
 		l.parked-- // this one's: a later submit wakes another
 		l.wake.Signal()
 	}
-	for ; awake < len(l.queue) && l.workers < launchWorkers && !l.closed; awake++ {
+	for ; awake < len(l.queue) && l.workers < l.max && !l.closed; awake++ {
 		l.workers++
 		l.started++
 		go l.work()
@@ -110,7 +122,7 @@ func (l *launcher) work() {
 func (l *launcher) startsAtOnce() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.queue) == 0 && l.running < launchWorkers
+	return len(l.queue) == 0 && l.running < l.max
 }
 
 // wait returns once every job submitted so far has run (Close, and tests

@@ -431,7 +431,7 @@ func TestBootCompletesEveryInterruptedLog(t *testing.T) {
 // backlog lasts. With every worker busy the chain's next step goes to the
 // launcher; with one free, its preparation starts at once on it.
 func TestLoneStartNeverWaitsBehindTheLauncher(t *testing.T) {
-	for _, busy := range []int{launchWorkers - 1, launchWorkers} {
+	for _, busy := range []int{launchWorkersFor(16) - 1, launchWorkersFor(16)} { // openWithFault's default --max-concurrent
 		t.Run(fmt.Sprintf("busy=%d", busy), func(t *testing.T) { loneStartBehindBusyLauncher(t, busy) })
 	}
 }
@@ -483,7 +483,7 @@ func loneStartBehindBusyLauncher(t *testing.T, workers int) {
 // worker started for every turn (its creation and its stack's growth cost
 // about as much as a start's preparation); close ends them all.
 func TestLauncherKeepsItsWorkers(t *testing.T) {
-	l := newLauncher()
+	l := newLauncher(launchWorkers)
 	var ran atomic.Int32
 	for turn := 0; turn < 50; turn++ {
 		jobs := make([]func(), 1+turn%launchWorkers)
@@ -505,5 +505,37 @@ func TestLauncherKeepsItsWorkers(t *testing.T) {
 	}
 	if n := ran.Load(); n != 123 {
 		t.Fatalf("%d jobs ran, want 123", n)
+	}
+}
+
+// TestLauncherWorkersFollowTheSlots: the launcher runs as many jobs at
+// once as there are slots, at least 2 and at most launchWorkers: with 2
+// slots, 2 workers prepare a turn's starts (4 contended for 2 cores with
+// the running processes), and a job beyond them waits in the queue.
+func TestLauncherWorkersFollowTheSlots(t *testing.T) {
+	for _, c := range []struct{ slots, workers int }{{1, 2}, {2, 2}, {3, 3}, {16, launchWorkers}} {
+		t.Run(fmt.Sprintf("slots=%d", c.slots), func(t *testing.T) {
+			dir := t.TempDir()
+			e, err := Open(Config{DataDir: dir, Logger: quiet, MaxConcurrent: c.slots,
+				Executors: map[string]executors.Executor{"process": newManual(t, dir)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			block, running := make(chan struct{}), make(chan struct{}, c.workers+1)
+			for range c.workers + 1 {
+				e.launcher.submit(func() { running <- struct{}{}; <-block })
+			}
+			for range c.workers {
+				<-running
+			}
+			e.launcher.mu.Lock()
+			started, queued := e.launcher.started, len(e.launcher.queue)
+			e.launcher.mu.Unlock()
+			close(block)
+			if started != c.workers || queued != 1 {
+				t.Fatalf("%d workers started, %d jobs queued; want %d and 1", started, queued, c.workers)
+			}
+		})
 	}
 }
