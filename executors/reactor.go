@@ -77,6 +77,11 @@ type reactor struct {
 	finishing atomic.Bool
 	waitid    waitidFunc // unix.Waitid, but in tests
 
+	// beginStep, when set (by tests), is called by finishBatch between
+	// arming the stall watch and marking the loop finishing: a seam to
+	// take the loop there, as another goroutine may.
+	beginStep func()
+
 	// unwatchStep, when set (by tests), is called by unwatch between its
 	// two steps, without r.mu: a seam to interleave resume there.
 	unwatchStep func(fd int)
@@ -460,12 +465,21 @@ func (r *reactor) finishBatch() bool {
 	}
 	clear(r.ended)
 	r.ended = r.ended[:0]
-	r.finishing.Store(true)
+	// The watch is armed before the loop is marked finishing, never
+	// after: whoever takes the loop (see finishing) disarms it at once,
+	// so each arm has its disarm. Armed after, a previous owner whose
+	// finish ended in between would take the loop back and disarm
+	// nothing, the watch would stay armed, and a later arm failing on it
+	// would leave the loop to the goroutine that failed as well as to a
+	// standby woken meanwhile.
 	if !r.stall.arm() {
-		r.finishing.Store(false)
 		r.finisher.run(last.finish)
 		return true
 	}
+	if r.beginStep != nil {
+		r.beginStep()
+	}
+	r.finishing.Store(true)
 	last.finish()
 	if !r.finishing.CompareAndSwap(true, false) {
 		return false // taken over: the stall watch is the new loop's
