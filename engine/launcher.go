@@ -115,14 +115,16 @@ func (l *launcher) work() {
 	}
 }
 
-// startsAtOnce tells whether a job submitted now starts at once: nothing
-// is queued and a worker is free or may be started (see submit). Only the
-// loop submits, and workers only free up, so it still holds when the loop
-// submits right after.
+// startsAtOnce tells whether a job submitted now starts at once, behind
+// no other job: a worker is free, or may be started, for it and for each
+// job queued before it (submit wakes or starts one for each; a job stays
+// queued until its worker runs, which under load may take a while). Only
+// the loop submits, and workers only free up, so it still holds when the
+// loop submits right after.
 func (l *launcher) startsAtOnce() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.queue) == 0 && l.running < l.max
+	return l.running+len(l.queue) < l.max
 }
 
 // wait returns once every job submitted so far has run (Close, and tests

@@ -110,7 +110,11 @@ func TestLoneStartSpawnsOnTheLoop(t *testing.T) {
 	put(t, e, diamond("process"))
 	trigger(t, e, "diamond")
 	w.finish(w.next(), true) // a; then b and c in one turn
-	for _, j := range w.nextSorted(2, byTaskName) {
+	bc := w.nextSorted(2, byTaskName)
+	// b's and c's starts are over: at d's turn the launcher runs at most
+	// the removals of a's and b's scratch files, and has workers free.
+	e.launcher.wait()
+	for _, j := range bc {
 		w.finish(j, true)
 	}
 	w.next() // d
@@ -125,6 +129,32 @@ func TestLoneStartSpawnsOnTheLoop(t *testing.T) {
 	for step, role := range want {
 		if w.on[step] != role {
 			t.Errorf("%s on the %s, want the %s", step, w.on[step], role)
+		}
+	}
+}
+
+// TestLauncherStartsAtOnceBesideQueuedJobs: a job that submit queued
+// stays queued until the worker it woke or started runs, which under load
+// takes a while: while a worker is free for each queued job and one more,
+// a job submitted now starts at once, behind none of them, and a lone start
+// is spawned on the loop (TestLoneStartSpawnsOnTheLoop failed 2 times in
+// 200 under load when only an empty queue counted: the removal of b's
+// scratch files was still queued, its worker woken, at d's turn); with
+// every worker taken, by running and queued jobs, it would wait.
+func TestLauncherStartsAtOnceBesideQueuedJobs(t *testing.T) {
+	for _, c := range []struct {
+		running, queued int
+		want            bool
+	}{
+		{0, 0, true}, {0, 1, true}, {1, launchWorkers - 2, true},
+		{launchWorkers - 1, 0, true}, {launchWorkers - 1, 1, false},
+		{0, launchWorkers, false}, {launchWorkers, 0, false},
+	} {
+		// The state submit leaves before the workers it woke have run.
+		l := newLauncher(launchWorkers)
+		l.workers, l.running, l.queue = c.running+c.queued, c.running, make([]func(), c.queued)
+		if got := l.startsAtOnce(); got != c.want {
+			t.Errorf("%d jobs running, %d queued: startsAtOnce %v, want %v", c.running, c.queued, got, c.want)
 		}
 	}
 }
