@@ -1,6 +1,7 @@
 package executors
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -148,14 +149,7 @@ func TestReactorTakesOverFromABlockedReport(t *testing.T) {
 	}
 	blocked, release := make(chan struct{}), make(chan struct{})
 	finished := make(chan string, 2)
-	watch := func(name string, report func(Event)) {
-		c := spawnSh(t, "", "exit 0", nil)
-		h := &processHandle{pid: int32(c.pid)}
-		p := &proc{pid: c.pid, pidfd: c.pidfd, pipe: -1, h: h, fin: finishInfo{taskID: name}, report: report}
-		if err := r.add(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	watch := func(name string, report func(Event)) { watchExit(t, r, name, report) }
 	watch("blocks", func(ev Event) {
 		close(blocked)
 		<-release
@@ -178,5 +172,70 @@ func TestReactorTakesOverFromABlockedReport(t *testing.T) {
 	close(release)
 	if name := <-finished; name != "blocks" {
 		t.Errorf("finished %s, want blocks", name)
+	}
+}
+
+// TestReactorLoopRunsOnOneGoroutine: a goroutine whose finish was taken
+// over leaves the loop once its report returns, even while the new
+// owner is finishing an exit of its own (it cannot take the loop back
+// from that finish): one goroutine runs the loop, and it still reaps.
+// Two did when the finishing flag was a bool, and both handled one
+// pidfd's exit (a panic in unwatch). The test's reactor is left running.
+func TestReactorLoopRunsOnOneGoroutine(t *testing.T) {
+	t.Parallel()
+	r, err := newReactor()
+	if err != nil {
+		t.Skip("no reactor on this system:", err)
+	}
+	finished := make(chan string, 3)
+	watch := func(name string, report func(Event)) { watchExit(t, r, name, report) }
+	blocking := func(name string) (blocked, release chan struct{}) {
+		blocked, release = make(chan struct{}), make(chan struct{})
+		watch(name, func(ev Event) {
+			close(blocked)
+			<-release
+			finished <- ev.TaskID
+		})
+		select {
+		case <-blocked:
+		case <-time.After(guard):
+			t.Fatalf("%s not reported", name)
+		}
+		return blocked, release
+	}
+	_, releaseA := blocking("a") // the first loop goroutine finishes a
+	_, releaseB := blocking("b") // the standby took over, and finishes b
+	close(releaseA)
+	if name := <-finished; name != "a" {
+		t.Fatalf("finished %s, want a", name)
+	}
+	deadline := time.Now().Add(guard)
+	for r.loops.Load() > 1 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if n := r.loops.Load(); n != 1 {
+		t.Fatalf("%d goroutines run the loop once a's finish returned, want 1", n)
+	}
+	close(releaseB)
+	watch("c", func(ev Event) { finished <- ev.TaskID })
+	for _, want := range []string{"b", "c"} {
+		select {
+		case name := <-finished:
+			if name != want {
+				t.Fatalf("finished %s, want %s", name, want)
+			}
+		case <-time.After(guard):
+			t.Fatalf("%s not finished", want)
+		}
+	}
+}
+
+// watchExit has r watch a child that exits at once, reporting to report.
+func watchExit(t *testing.T, r *reactor, name string, report func(Event)) {
+	t.Helper()
+	c := spawnSh(t, "", "exit 0", nil)
+	p := &proc{pid: c.pid, pidfd: c.pidfd, pipe: -1, h: &processHandle{pid: int32(c.pid)}, fin: finishInfo{taskID: name}, report: report}
+	if err := r.add(p); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -71,11 +71,15 @@ type reactor struct {
 
 	finisher *finisher   // runs the finishing work of a batch's exits but the last
 	stall    *stallWatch // armed while the loop finishes an exit itself (see standby); nil by hand
-	// finishing is true while the loop's goroutine finishes an exit
-	// itself, owning none of the loop's state: whoever turns it false
-	// owns the loop (see finishBatch, standby).
-	finishing atomic.Bool
-	waitid    waitidFunc // unix.Waitid, but in tests
+	// finishing is, while the loop's goroutine finishes an exit itself
+	// (owning none of the loop's state), the number of that finish
+	// (finishes counts them); 0 otherwise. Whoever swaps that number for
+	// 0 owns the loop (see finishBatch, standby): a goroutine whose finish
+	// was taken over cannot take the loop back from the next owner's.
+	finishing atomic.Uint64
+	finishes  uint64       // owned by the goroutine running the loop
+	loops     atomic.Int32 // goroutines in loop: 1 (tests)
+	waitid    waitidFunc   // unix.Waitid, but in tests
 
 	// beginStep, when set (by tests), is called by finishBatch between
 	// arming the stall watch and marking the loop finishing: a seam to
@@ -226,6 +230,8 @@ func (r *reactor) add(p *proc) error {
 // loop is the reactor's goroutine. It returns only when another goroutine
 // took the loop over while it finished an exit itself (see finishBatch).
 func (r *reactor) loop() {
+	r.loops.Add(1)
+	defer r.loops.Add(-1)
 	events := make([]unix.EpollEvent, 128)
 	for {
 		if next := r.nextDeadline(); !next.Equal(r.deadline) {
@@ -466,12 +472,10 @@ func (r *reactor) finishBatch() bool {
 	clear(r.ended)
 	r.ended = r.ended[:0]
 	// The watch is armed before the loop is marked finishing, never
-	// after: whoever takes the loop (see finishing) disarms it at once,
-	// so each arm has its disarm. Armed after, a previous owner whose
-	// finish ended in between would take the loop back and disarm
-	// nothing, the watch would stay armed, and a later arm failing on it
-	// would leave the loop to the goroutine that failed as well as to a
-	// standby woken meanwhile.
+	// after: whoever takes the loop (the standby: see finishing) disarms
+	// it at once, so each arm has its disarm. Armed after, the standby
+	// could take the loop and disarm nothing in between, and the watch
+	// would stay armed with no finish running.
 	if !r.stall.arm() {
 		r.finisher.run(last.finish)
 		return true
@@ -479,9 +483,11 @@ func (r *reactor) finishBatch() bool {
 	if r.beginStep != nil {
 		r.beginStep()
 	}
-	r.finishing.Store(true)
+	r.finishes++
+	mine := r.finishes
+	r.finishing.Store(mine)
 	last.finish()
-	if !r.finishing.CompareAndSwap(true, false) {
+	if !r.finishing.CompareAndSwap(mine, 0) {
 		return false // taken over: the stall watch is the new loop's
 	}
 	r.stall.disarm()
@@ -497,7 +503,7 @@ func (r *reactor) finishBatch() bool {
 func (r *reactor) standby() {
 	for {
 		r.stall.wait()
-		if r.finishing.CompareAndSwap(true, false) {
+		if n := r.finishing.Load(); n != 0 && r.finishing.CompareAndSwap(n, 0) {
 			r.stall.disarm()
 			go r.standby()
 			r.loop()

@@ -24,14 +24,20 @@ func TestFinishBatchKeepsOneLoopOwner(t *testing.T) {
 	}
 	r.stall = stall
 	events := make(chan Event, 2)
+	// takeLoop takes the loop as the standby does, if it is marked
+	// finishing.
+	takeLoop := func() bool {
+		n := r.finishing.Load()
+		return n != 0 && r.finishing.CompareAndSwap(n, 0)
+	}
 	armed := func() bool { // without changing it
 		return unix.EpollCtl(stall.fd, unix.EPOLL_CTL_MOD, stall.target, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(stall.target)}) == nil
 	}
 
-	// A previous owner's finish ends in the seam: it takes the loop back
-	// if it is marked finishing, and disarms the watch.
+	// A goroutine takes the loop in the seam if it is marked finishing,
+	// and disarms the watch at once.
 	r.beginStep = func() {
-		if r.finishing.CompareAndSwap(true, false) {
+		if takeLoop() {
 			r.stall.disarm()
 		}
 	}
@@ -45,7 +51,7 @@ func TestFinishBatchKeepsOneLoopOwner(t *testing.T) {
 	// A standby woken in the seam takes the loop; it disarms the watch
 	// only after finishBatch's arm.
 	tookOver := false
-	r.beginStep = func() { tookOver = r.finishing.CompareAndSwap(true, false) }
+	r.beginStep = func() { tookOver = takeLoop() }
 	r.finish(endedProc("second", events))
 	kept := r.finishBatch()
 	<-events
