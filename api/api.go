@@ -39,6 +39,7 @@ type Server struct {
 	browser  browserGuard
 	trigger  TriggerFunc
 	metrics  *metrics
+	counters []counter // the process's own counters in /metrics (WithCounter)
 
 	followers      chan struct{} // a slot per log follower in flight
 	maxFollowers   int

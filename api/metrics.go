@@ -48,6 +48,19 @@ type metrics struct {
 	followers atomic.Int64
 }
 
+// counter is a counter of the process that embeds the API, shown in
+// /metrics (WithCounter).
+type counter struct {
+	name, help string
+	read       func() int64
+}
+
+// WithCounter adds the counter name, read by read (which must be cheap and
+// safe from any goroutine), to /metrics.
+func WithCounter(name, help string, read func() int64) Option {
+	return func(s *Server) { s.counters = append(s.counters, counter{name, help, read}) }
+}
+
 func newMetrics() *metrics {
 	return &metrics{requests: map[reqKey]uint64{}, durations: map[string]*histogram{}}
 }
@@ -103,6 +116,10 @@ func (s *Server) writeMetrics(w io.Writer) {
 	sample(w, "orkwal_log_followers_max", "", float64(s.maxFollowers))
 	writeProcessMetrics(w)
 	writeEngineMetrics(w, st)
+	for _, c := range s.counters {
+		family(w, c.name, "counter", c.help)
+		sample(w, c.name, "", float64(c.read()))
+	}
 
 	m := s.metrics
 	m.mu.Lock()

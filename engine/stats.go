@@ -65,6 +65,10 @@ type metrics struct {
 	alertsRaised, alertsSent, alertsFailed, alertsGivenUp, alertsThrottled atomic.Int64
 }
 
+// Turns is how many turns the loop has taken: an atomic read, for who
+// must tell a busy engine from a quiet one without the cost of Stats.
+func (e *Engine) Turns() int64 { return e.turns.Load() }
+
 // Stats returns the current metrics.
 func (e *Engine) Stats() Stats {
 	e.mu.RLock()

@@ -151,9 +151,14 @@ func (p *phaseSum) report(b *testing.B) {
 //   - queued/delay, queued/max-active: BenchmarkQueuedRunMemory's shapes;
 //     growth of the daemon's VmRSS (/proc/PID/status) and of its Go heap
 //     (go_memstats_heap_alloc_bytes of /metrics) over QUEUED (60,000) runs
-//     triggered over HTTP after 1,000, with no collection forced (none can
-//     be from outside); after a restart on the same data folder, its peak
-//     RSS (VmHWM) over a fresh daemon's RSS, per run. Target ≤ 512 B a run.
+//     triggered over HTTP after 1,000, each read once the daemon settled
+//     (orkwal_memory_settles_total: its memory policy looked at the heap
+//     once the loop went quiet, and gave memory back if it had grown; no
+//     collection can be forced from outside), and from a fresh daemon's
+//     settled RSS (rss-fresh); after a restart on the same data folder,
+//     its peak RSS (VmHWM) over a fresh daemon's RSS, and its RSS once
+//     settled over a fresh daemon's once settled, per run; the returns
+//     the first daemon made. Target ≤ 512 B a run.
 //
 // Each metric is described in docs/benchmarks.md ("Issue 27 from outside").
 //
@@ -277,30 +282,60 @@ func queuedOutside(b *testing.B, bin, shape string) {
 	n := queuedRuns()
 	wfs := writeBenchWorkflows(b, map[string]string{"load": queuedWorkflows[shape]})
 	bound := []string{"--max-pending-runs", "1000000", "--max-pending-runs-per-workflow", "1000000"} // the default bound is 50,000 a workflow
-	var rss, heap, boot float64
+	var rss, fromFresh, heap, boot, settledBoot, returns float64
 	for i := 0; i < b.N; i++ {
 		data := filepath.Join(b.TempDir(), "data")
 		d := startBenchDaemon(b, bin, data, wfs, bound...)
 		pid := d.cmd.Process.Pid
 		fresh := procKiB(b, pid, "VmRSS")
+		d.settle() // the boot's
+		freshSettled := procKiB(b, pid, "VmRSS")
 		d.triggerMany("load", 1000)
+		d.settle()
 		r0, h0 := procKiB(b, pid, "VmRSS"), d.metric("go_memstats_heap_alloc_bytes")
 		d.triggerMany("load", n)
+		d.settle()
 		r1, h1 := procKiB(b, pid, "VmRSS"), d.metric("go_memstats_heap_alloc_bytes")
+		returns += d.metric(returnsMetric)
 		d.mustWait()
 		d.stop()
 		d2 := startBenchDaemon(b, bin, data, wfs, bound...)
 		boot += (procKiB(b, d2.cmd.Process.Pid, "VmHWM") - fresh) * 1024 / float64(n+1000)
+		d2.settle()
+		settledBoot += (procKiB(b, d2.cmd.Process.Pid, "VmRSS") - freshSettled) * 1024 / float64(n+1000)
 		d2.stop()
 		rss += (r1 - r0) * 1024 / float64(n)
+		fromFresh += (r1 - freshSettled) * 1024 / float64(n+1000)
 		heap += (h1 - h0) / float64(n)
 	}
 	per := func(v float64) float64 { return v / float64(b.N) }
 	b.ReportMetric(per(rss), "rss-B/run")
+	b.ReportMetric(per(fromFresh), "rss-fresh-B/run")
 	b.ReportMetric(per(heap), "heap-B/run")
 	b.ReportMetric(per(boot), "boot-peak-B/run")
+	b.ReportMetric(per(settledBoot), "boot-settled-B/run")
+	b.ReportMetric(per(returns), "returns")
 	b.ReportMetric(per(rss)/512, "ratio")
 	b.ReportMetric(float64(n), "runs")
+}
+
+// The daemon's memory policy's counters (docs/api.md, Metrics): the quiet
+// intervals it looked at after commits, and its returns of memory to the
+// OS.
+const (
+	settlesMetric = "orkwal_memory_settles_total"
+	returnsMetric = "orkwal_memory_returns_total"
+)
+
+// settle waits until the daemon's memory policy looked at its heap after
+// the last commit (and gave memory back if the heap had grown): its sign
+// that it settled. A settle already counted when settle begins is not
+// waited for, so that settle times out (loudly) rather than read too soon.
+func (d *benchDaemon) settle() {
+	d.b.Helper()
+	n := d.metric(settlesMetric)
+	d.until("the daemon's settle", time.Minute, 50*time.Millisecond,
+		func() bool { return d.metric(settlesMetric) > n })
 }
 
 // queuedRuns is QUEUED (60,000), as BenchmarkQueuedRunMemory reads it.

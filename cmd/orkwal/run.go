@@ -166,6 +166,8 @@ func runDaemon(c *cli.Context) error {
 	}
 	defer stopTelemetry() // after serve closed the engine: flushes the spans of the last runs
 	eng.Start()
+	memory := newSettler(eng)
+	go memory.run(eng.Done())
 	var folder *folderLoader
 	if dir != "" {
 		folder = &folderLoader{dir: dir, eng: eng, logger: logger}
@@ -174,7 +176,9 @@ func runDaemon(c *cli.Context) error {
 			return exitf(exitFailure, "--strict-workflows: %v", err)
 		}
 	}
-	return serve(eng, ln, logger, folder, api.WithToken(token))
+	return serve(eng, ln, logger, folder, api.WithToken(token),
+		api.WithCounter("orkwal_memory_settles_total", "Times the engine's loop went quiet after a commit and the memory policy looked at the heap.", memory.settles.Load),
+		api.WithCounter("orkwal_memory_returns_total", "Times the settled daemon gave its heap's free memory back to the OS (the heap had grown).", memory.returns.Load))
 }
 
 // serve runs the API until SIGTERM or SIGINT, then shuts down cleanly:

@@ -77,8 +77,9 @@ func writeOutside(w io.Writer, rs results) {
 	for _, shape := range []string{"delay", "max-active"} {
 		name, in := outsideName+"queued/"+shape, queuedName+shape
 		got, other := rs.med(name, "rss-B/run"), rs.med(in, "rss-B/run")
-		p("| memory per waiting one-task run (%s), growth of VmRSS over %s runs | %s B (Go heap %s B; after a restart, at its peak: %s B) | – | `%s` (after a forced collection): %s B | ≤ 512 B | %s | %s |",
-			shape, num(rs.med(name, "runs")), num(got), num(rs.med(name, "heap-B/run")), num(rs.med(name, "boot-peak-B/run")),
+		p("| memory per waiting one-task run (%s), growth of VmRSS over %s runs, the daemon settled | %s B (Go heap %s B; from a fresh daemon: %s B; after a restart, settled: %s B, at its peak: %s B) | – | `%s` (after a forced collection): %s B | ≤ 512 B | %s | %s |",
+			shape, num(rs.med(name, "runs")), num(got), num(rs.med(name, "heap-B/run")), num(rs.med(name, "rss-fresh-B/run")),
+			num(rs.med(name, "boot-settled-B/run")), num(rs.med(name, "boot-peak-B/run")),
 			in, num(other), verdict(got, 512, false), agree(got, other, 512, false))
 	}
 	hwm := rs.med(rssName+"sleep-5000", "hwm-MiB")
@@ -134,15 +135,20 @@ func writeOutsideNotes(w io.Writer, rs results) {
 	p("  more from 32 API clients; the growth of the daemon's VmRSS")
 	p("  (`/proc/PID/status`) and of its Go heap (`go_memstats_heap_alloc_bytes`")
 	p("  of `/metrics`: live objects and garbage not yet swept) between the two,")
-	p("  per run. No collection can be forced from outside: the figure is what a")
-	p("  user's daemon holds, the collector's headroom included (GOGC=100 lets")
-	p("  the heap reach twice its live part before a collection), where the")
-	p("  in-process figure is read after `runtime.GC` and `debug.FreeOSMemory`.")
-	p("  After a restart on the same data folder (the state read back from the")
-	p("  log and snapshot), its peak RSS (VmHWM) over a fresh daemon's RSS, per")
-	p("  run: the replay's garbage stays resident until a collection lowers the")
-	p("  heap goal (in one run, delay shape: 2,080 B right after the boot, 980 B")
-	p("  5 s later and still 100 s later, the heap goal then 57 MB).")
+	p("  per run, each read once the daemon settled: its memory policy counted a")
+	p("  quiet second after the last commit (`orkwal_memory_settles_total`), and")
+	p("  gave the heap's free pages back to the OS if the heap had grown (README,")
+	p("  memory; no collection can be forced from outside), where the in-process")
+	p("  figure is read after `runtime.GC` and `debug.FreeOSMemory`. At 1,000")
+	p("  runs the heap is under the policy's 5 MiB and nothing is given back")
+	p("  (the runtime has not collected either): the reading holds that garbage,")
+	p("  which lowers the growth by a few tens of bytes a run; the growth from a")
+	p("  fresh daemon's settled RSS over the 61,000 runs, beside it, counts it")
+	p("  and the first requests' fixed memory. After a restart on the same data")
+	p("  folder (the state read back from the log and snapshot), its RSS once")
+	p("  settled, and its peak RSS (VmHWM) over a fresh daemon's RSS, per run:")
+	p("  a high-water mark keeps the replay's temporary memory, which the")
+	p("  settle gives back afterwards.")
 	p("- Spawn workloads, in alternating pairs (in-process, then from outside,")
 	p("  three rounds, 2026-11-25 10:07 UTC, commit fdbef6a, load 2.4-3.5): at")
 	p("  concurrency 16 ratio 0.77, 1.01, 1.05 in-process against 0.99, 0.95,")
@@ -157,18 +163,15 @@ func writeOutsideNotes(w io.Writer, rs results) {
 	p("  a second session at load 9.6-13 (cpu-ratio 0.88, 0.94, 0.98 against")
 	p("  0.89, 0.89, 0.93): no difference beyond the machine's noise was found.")
 	delay, inDelay := outsideName+"queued/delay", queuedName+"delay"
-	p("- Memory from outside is what a user's daemon holds, the collector's")
-	p("  headroom included; in-process, the live state. In this run a waiting")
-	p("  run's RSS from outside is %s the in-process figure, and the peak after",
+	p("- Memory from outside is what a user's daemon holds once settled; in-process,")
+	p("  the live state. In this run a waiting run's RSS from outside is %s the",
 		times(rs.med(delay, "rss-B/run")/rs.med(inDelay, "rss-B/run")))
-	p("  a restart %s (delay shape). The growth is the headroom, not live",
-		times(rs.med(delay, "boot-peak-B/run")/rs.med(inDelay, "rss-B/run")))
-	p("  state: the same benchmark with the daemon under `GOGC=10` (a collection")
-	p("  at 10%% growth) gave 512 and 509 B of RSS a run (heap 450 and 449 B),")
-	p("  in line with the in-process 459-495 B, where the default gave 787 and")
-	p("  769 B. The peak after a restart is mostly the replay's own transient")
-	p("  memory: 1,538 and 1,529 B a run under `GOGC=10`, 2,135 and 2,237 B by")
-	p("  default (2026-11-25 09:40 UTC, main at 10af570, load 7-10).")
+	p("  in-process figure, and %s from a fresh daemon (delay shape). Before the",
+		times(rs.med(delay, "rss-fresh-B/run")/rs.med(inDelay, "rss-B/run")))
+	p("  daemon settled (fdbef6a), the collector's headroom stayed resident: 771")
+	p("  and 803 B a run, 509 and 512 B with the daemon under `GOGC=10` (a")
+	p("  collection at 10%% growth); and after a restart 980 B a run 5 s after")
+	p("  the boot, 2,080 B right after it (2026-11-25, load 4-10).")
 	p("- Task times: a task's `started_at` is the turn that took its start")
 	p("  report, which waits up to 10 ms for a write to ride (docs/format.md,")
 	p("  \"Append (one engine turn)\", step 4): for a task shorter than that it")
