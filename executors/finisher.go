@@ -4,8 +4,7 @@ import "sync"
 
 // finisher runs the reactor's finishing work (completing an exited
 // process's log, reading its output, reporting Finished: see
-// proc.finish) of a batch's exits but the last (see
-// reactor.finishBatch) off the reactor's goroutine, on goroutines it keeps:
+// reactor.finish) off the reactor's goroutine, on goroutines it keeps:
 // a goroutine started for every exit cost its creation, its exit and the
 // growth of its stack (the report spawns the next process of a slot, and
 // a spawn needs a deep stack) at every task's end. A finish never waits

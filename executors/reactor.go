@@ -7,7 +7,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,14 +33,10 @@ import (
 // for it. When a pidfd becomes readable the child has
 // exited: the reactor reaps it and disarms Stop in one step (reapExited), and keeps
 // reading its pipe until EOF or logDrainDelay (members of the group left
-// running may hold the pipe open), then closes the pipe and, once the
-// batch is handled, does the rest (completing the log, reading the output
-// file, reporting Finished: see finishBatch): itself for the batch's last
-// exit, on finishing goroutines (see finisher) for the others. A report
-// function that blocks (or starts the slot's next process) does not hold
-// up the other tasks: once anything else is ready meanwhile, a standby
-// goroutine takes the loop over (see standby). Only a drain deadline that
-// passes while nothing else happens waits for the report.
+// running may hold the pipe open), then closes the pipe and hands the rest
+// (completing the log, reading the output file, reporting Finished) to a
+// finishing goroutine (see finisher), so that a report function that
+// blocks never holds up the other tasks.
 //
 // Writing the logs is the loop's own work: all output passes through one
 // goroutine (one core's worth of copying, where each task's copier could
@@ -62,29 +57,14 @@ type reactor struct {
 	mu    sync.Mutex
 	procs fdTable // by descriptor: the pidfd and the pipe of each proc
 
-	// Owned by the goroutine running the loop: one at a time (see finishing).
-	buf      []byte    // the one read buffer (copyBufSize)
-	deadline time.Time // of file: the first drain deadline
-	draining []*proc   // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
-	closing  []int     // descriptors to close once the current batch is handled
-	ended    []*proc   // exited, pipe closed: finished once the current batch is handled
+	// Owned by the loop goroutine.
+	buf      []byte  // the one read buffer (copyBufSize)
+	draining []*proc // exited, still reading their pipe: by deadline (a FIFO, as every wait is logDrainDelay)
+	closing  []int   // descriptors to close once the current batch is handled
+	finished bool    // the current batch handed a proc to finish
 
-	finisher *finisher   // runs the finishing work of a batch's exits but the last
-	stall    *stallWatch // armed while the loop finishes an exit itself (see standby); nil by hand
-	// finishing is, while the loop's goroutine finishes an exit itself
-	// (owning none of the loop's state), the number of that finish
-	// (finishes counts them); 0 otherwise. Whoever swaps that number for
-	// 0 owns the loop (see finishBatch, standby): a goroutine whose finish
-	// was taken over cannot take the loop back from the next owner's.
-	finishing atomic.Uint64
-	finishes  uint64       // owned by the goroutine running the loop
-	loops     atomic.Int32 // goroutines in loop: 1 (tests)
-	waitid    waitidFunc   // unix.Waitid, but in tests
-
-	// beginStep, when set (by tests), is called by finishBatch between
-	// arming the stall watch and marking the loop finishing: a seam to
-	// take the loop there, as another goroutine may.
-	beginStep func()
+	finisher *finisher  // runs each exited proc's finishing work
+	waitid   waitidFunc // unix.Waitid, but in tests
 
 	// unwatchStep, when set (by tests), is called by unwatch between its
 	// two steps, without r.mu: a seam to interleave resume there.
@@ -189,15 +169,8 @@ func newReactor() (*reactor, error) {
 		f.Close()
 		return nil, fmt.Errorf("epoll instance: %w", err)
 	}
-	stall, err := newStallWatch(epfd)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle),
-		stall: stall, waitid: unix.Waitid}
+	r := &reactor{epfd: epfd, file: f, rc: rc, buf: make([]byte, copyBufSize), finisher: newFinisher(finisherIdle), waitid: unix.Waitid}
 	go r.loop()
-	go r.standby()
 	return r, nil
 }
 
@@ -227,16 +200,14 @@ func (r *reactor) add(p *proc) error {
 	return nil
 }
 
-// loop is the reactor's goroutine. It returns only when another goroutine
-// took the loop over while it finished an exit itself (see finishBatch).
+// loop is the reactor's goroutine; it never returns.
 func (r *reactor) loop() {
-	r.loops.Add(1)
-	defer r.loops.Add(-1)
 	events := make([]unix.EpollEvent, 128)
+	var deadline time.Time // of the file: the first drain deadline
 	for {
-		if next := r.nextDeadline(); !next.Equal(r.deadline) {
-			r.deadline = next
-			_ = r.file.SetReadDeadline(next)
+		if next := r.nextDeadline(); !next.Equal(deadline) {
+			deadline = next
+			_ = r.file.SetReadDeadline(deadline)
 		}
 		var n int
 		var werr error
@@ -277,14 +248,18 @@ func (r *reactor) loop() {
 				}
 			}
 		}
+		if r.finished {
+			// The finishing goroutines run now, on this processor, before
+			// the rest of the batch's work and the next wait: a chain's
+			// next step waits for their reports.
+			r.finished = false
+			runtime.Gosched()
+		}
 		r.expire(time.Now())
 		for _, fd := range r.closing {
 			unix.Close(fd)
 		}
 		r.closing = r.closing[:0]
-		if !r.finishBatch() {
-			return
-		}
 	}
 }
 
@@ -444,88 +419,23 @@ func (r *reactor) expire(now time.Time) {
 	}
 }
 
-// finish queues p, reaped and with its pipe closed, to be finished once
-// the batch is handled (see finishBatch).
+// finish hands p, reaped and with its pipe closed, to a finishing
+// goroutine (see finisher) that completes the log and reports Finished.
 func (r *reactor) finish(p *proc) {
 	p.done = true
-	r.ended = append(r.ended, p)
-}
-
-// finishBatch finishes the procs the batch ended: all but the last on
-// finishing goroutines (see finisher), beside each other, and the last on
-// the loop's goroutine itself, with nothing handed over: handing a lone
-// exit to a parked goroutine cost its wake-up and that of an idle
-// processor's thread, tens of microseconds of CPU a task (issue 27). If
-// anything is ready for the loop meanwhile, the standby goroutine takes
-// it over (see standby), and finishBatch returns false: this one must
-// leave it (it owns none of the loop's state while it finishes). If the
-// watch cannot be armed, the last goes to the finisher too.
-func (r *reactor) finishBatch() bool {
-	n := len(r.ended)
-	if n == 0 {
-		return true
-	}
-	last := r.ended[n-1]
-	for _, p := range r.ended[:n-1] {
-		r.finisher.run(p.finish)
-	}
-	clear(r.ended)
-	r.ended = r.ended[:0]
-	// The watch is armed before the loop is marked finishing, never
-	// after: whoever takes the loop (the standby: see finishing) disarms
-	// it at once, so each arm has its disarm. Armed after, the standby
-	// could take the loop and disarm nothing in between, and the watch
-	// would stay armed with no finish running.
-	if !r.stall.arm() {
-		r.finisher.run(last.finish)
-		return true
-	}
-	if r.beginStep != nil {
-		r.beginStep()
-	}
-	r.finishes++
-	mine := r.finishes
-	r.finishing.Store(mine)
-	last.finish()
-	if !r.finishing.CompareAndSwap(mine, 0) {
-		return false // taken over: the stall watch is the new loop's
-	}
-	r.stall.disarm()
-	return true
-}
-
-// standby is the goroutine that takes the loop over when the stall watch
-// wakes it while the loop's goroutine still finishes an exit (see
-// finishBatch), which then leaves the loop once done. It disarms the
-// watch and leaves another standby in its place first. Woken as the
-// finish ended, it finds the loop not finishing, and waits again once the
-// watch is disarmed.
-func (r *reactor) standby() {
-	for {
-		r.stall.wait()
-		if n := r.finishing.Load(); n != 0 && r.finishing.CompareAndSwap(n, 0) {
-			r.stall.disarm()
-			go r.standby()
-			r.loop()
-			return
+	r.finisher.run(func() {
+		note := p.h.stopNote()
+		if p.fin.capped != nil {
+			if note != "" {
+				p.fin.capped.Write([]byte(note))
+			}
+			p.fin.logIncomplete(p.fin.capped.finish())
+		} else {
+			p.fin.logIncomplete(appendNote(p.fin.logPath, note))
 		}
-		runtime.Gosched() // let the finish's goroutine disarm the watch
-	}
-}
-
-// finish completes p's log and reports Finished: p is reaped, its pipe
-// closed.
-func (p *proc) finish() {
-	note := p.h.stopNote()
-	if p.fin.capped != nil {
-		if note != "" {
-			p.fin.capped.Write([]byte(note))
-		}
-		p.fin.logIncomplete(p.fin.capped.finish())
-	} else {
-		p.fin.logIncomplete(appendNote(p.fin.logPath, note))
-	}
-	p.fin.report(p.exit.status, p.exit.waitErr, p.report)
+		p.fin.report(p.exit.status, p.exit.waitErr, p.report)
+	})
+	r.finished = true
 }
 
 // logIncomplete warns of a log that could not be completed (err != nil).

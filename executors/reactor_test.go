@@ -287,7 +287,6 @@ func TestReactorDrainDeadlines(t *testing.T) {
 	// b's group closes the pipe: b is finished at once.
 	unix.Close(writers["b"])
 	r.readPipe(b)
-	r.finishBatch()
 	if id := next(); id != "b" || b.pipe != -1 {
 		t.Fatalf("finished %s (b's pipe %d), want b with its pipe closed", id, b.pipe)
 	}
@@ -296,7 +295,6 @@ func TestReactorDrainDeadlines(t *testing.T) {
 		t.Fatalf("before a's deadline: %d draining, %d finished; want 3 and 0", len(r.draining), len(finished))
 	}
 	r.expire(t0.Add(logDrainDelay))
-	r.finishBatch()
 	if id := next(); id != "a" || a.pipe != -1 {
 		t.Fatalf("finished %s (a's pipe %d), want a with its pipe closed", id, a.pipe)
 	}
@@ -309,7 +307,6 @@ func TestReactorDrainDeadlines(t *testing.T) {
 		t.Fatalf("c finished before its deadline")
 	}
 	r.expire(c.exit.deadline)
-	r.finishBatch()
 	if id := next(); id != "c" {
 		t.Fatalf("finished %s, want c", id)
 	}
@@ -458,7 +455,6 @@ func TestReactorPausesPipeWhileLogIsCreated(t *testing.T) {
 	for p.pipe >= 0 {
 		readPipe()
 	}
-	r.finishBatch()
 	select {
 	case <-finished:
 	case <-time.After(guard):
@@ -518,12 +514,11 @@ func TestProcessLeavesNoDescriptors(t *testing.T) {
 	}
 }
 
-// TestReactorFinishesALoneExitItself: attempts that end one after
-// another are finished on the reactor's own goroutine (see finishBatch),
-// never handed to a finishing goroutine (see finisher), whose wake-up
-// cost tens of microseconds of CPU a task. Not parallel: the reactor is
-// the process's.
-func TestReactorFinishesALoneExitItself(t *testing.T) {
+// TestReactorFinishesOnKeptGoroutines: attempts that end one after
+// another are finished on the reactor's kept workers (see finisher), not
+// on a goroutine started for each exit. Not parallel: the reactor is the
+// process's.
+func TestReactorFinishesOnKeptGoroutines(t *testing.T) {
 	if os.Getenv(noReactorEnv) != "" {
 		t.Skip("the reactor's")
 	}
@@ -537,13 +532,16 @@ func TestReactorFinishesALoneExitItself(t *testing.T) {
 		return r.finisher.started
 	}
 	before := started()
-	for i := range 10 {
+	const n = 10
+	for i := range n {
 		job := newTestJob(t, "true")
 		job.TaskID = fmt.Sprintf("t%d", i)
 		runJob(t, job)
 	}
-	if d := started() - before; d != 0 {
-		t.Errorf("%d finishing goroutines started for 10 attempts one after another, want none", d)
+	// A worker may not have parked yet when the next exit comes (a busy
+	// machine): a few more may start, never one an exit.
+	if d := started() - before; d > n/3 {
+		t.Errorf("%d finishing goroutines started for %d attempts one after another, want a few at most", d, n)
 	}
 }
 

@@ -146,7 +146,6 @@ func TestReactorReapsWithOneWaitid(t *testing.T) {
 	release.Close()
 	awaitPidfd(t, c.pidfd)
 	r.exited(p)
-	r.finishBatch()
 	if len(calls) != 2 {
 		t.Fatalf("%d waitid calls in all, want 2 (one a call of exited)", len(calls))
 	}
@@ -204,7 +203,6 @@ func TestReactorReapsWithoutPidfdWaitid(t *testing.T) {
 	release.Close()
 	awaitPidfd(t, c.pidfd)
 	r.exited(p)
-	r.finishBatch()
 	if !h.exited {
 		t.Error("handle not marked exited")
 	}
