@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/orkwal/orkwal/replay"
+)
+
+// dispatch hands ready tasks that pass the gate to executors, in order
+// (priority, then creation), while slots are free. A task the gate holds
+// is parked behind it (see replay's ready queue), so a pass costs
+// O(log n) per task it looks at, not a scan of every waiting task.
+func (e *Engine) dispatch(now int64, out *turnOutput) {
+	picked, wake := e.pick(now, e.dispatchMax()-len(e.attempts), e.cfg.MaxConcurrent-len(e.attempts))
+	out.wake = wake
+	for _, t := range picked {
+		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
+		if err := e.state.Apply(rec); err != nil {
+			e.log.Error("dispatch does not apply", "task", t.ID(), "err", err)
+			e.state.Requeue(t)
+			continue
+		}
+		out.recs = append(out.recs, rec)
+		out.progress = true
+		e.observeDispatch(t, now)
+		s := e.prepare(t, now)
+		e.holdIfCrashed(s)
+		out.starts = append(out.starts, s)
+		e.attempts[s.job.TaskID] = s.att
+		e.slots.enter(s.att, now)
+		e.armDeadlines(s.att, now)
+	}
+}
+
+// pick takes up to free ready tasks that pass the gate, in dispatch
+// order, and parks each one it holds. Runs parked behind their workflow
+// compete through their class's first run (see heads): it is released
+// into the heap when it comes first and the gate lets it start. A task
+// released from a fan-out's concurrency and held by another gate releases
+// the next one (the room it was released for is still free).
+//
+// Beyond the first slotFree, it picks only tasks that may go ahead (see
+// slots) and stops at the first other one, which stays ready.
+//
+// It returns the picked tasks and the earliest not_before still to come
+// (0: none).
+func (e *Engine) pick(now int64, free, slotFree int) (picked []*replay.Task, wake int64) {
+	st := e.state
+	g := newGate(e, now)
+	defer func() {
+		if wake == 0 || g.wake != 0 && g.wake < wake {
+			wake = g.wake
+		}
+	}()
+	wake = st.ReleaseDue(now)
+	hs := &heads{e: e, g: g, released: map[*replay.Run]string{}}
+	st.ParkedClasses(hs.offer)
+	var other []*replay.Task
+	for len(picked) < free && !e.stopping {
+		hs.releaseBefore(st.PeekReady())
+		t := st.TakeReady()
+		if t == nil {
+			break
+		}
+		e.looked.Add(1)
+		held := g.holds(t)
+		if held == replay.GateNone && len(picked) >= slotFree && !goesAhead(t) {
+			other = append(other, t) // waits for a free slot: the pass ends
+			break
+		}
+		switch held {
+		case replay.GateNone:
+			picked = append(picked, t)
+			g.take(t)
+		case replay.GateOther:
+			other = append(other, t)
+		default:
+			st.Park(t, held)
+		}
+		switch t.Released() {
+		case replay.GateRun:
+			hs.resolved(t.Run)
+		case replay.GateNode:
+			if held != replay.GateNone && held != replay.GateNode {
+				st.ReleaseNode(t.Run.Tasks[t.Parent])
+			}
+		}
+	}
+	for _, t := range other {
+		st.Requeue(t)
+	}
+	return picked, wake
+}
+
+// heads are, for one dispatch pass, the first parked run of each class
+// (replay.RunClass) that the gate lets start, by their first task: the
+// class's candidate. Its other runs wait behind it (the gate holds a
+// class's runs alike).
+type heads struct {
+	e        *Engine
+	g        *gate
+	h        []head
+	released map[*replay.Run]string // released this pass, not yet taken or held: their class
+}
+
+type head struct {
+	class string
+	run   *replay.Run
+	first *replay.Task
+}
+
+// offer makes the first parked run of class a candidate if the gate lets
+// it start now.
+func (hs *heads) offer(class string) {
+	r, t := hs.e.state.ParkedRun(class)
+	hs.e.looked.Add(1)
+	if r != nil && hs.g.holds(t) != replay.GateRun {
+		hs.h = append(hs.h, head{class, r, t})
+		slices.SortFunc(hs.h, func(a, b head) int { // few classes: a sorted slice
+			if a.first.Before(b.first) {
+				return -1
+			}
+			return 1
+		})
+	}
+}
+
+// releaseBefore releases the candidates that come before next (the heap's
+// first task, or nil), if the gate still lets them start: their tasks then
+// compete in the heap in order.
+func (hs *heads) releaseBefore(next *replay.Task) {
+	for len(hs.h) > 0 && (next == nil || hs.h[0].first.Before(next)) {
+		c := hs.h[0]
+		hs.h = hs.h[1:]
+		if hs.g.holds(c.first) == replay.GateRun { // its workflow filled up meanwhile
+			continue
+		}
+		hs.e.state.ReleaseRun(c.class, c.run)
+		hs.released[c.run] = c.class
+		next = hs.e.state.PeekReady()
+	}
+}
+
+// resolved: a task of a run released this pass was taken or held: the
+// next run of its class may be a candidate.
+func (hs *heads) resolved(r *replay.Run) {
+	if class, ok := hs.released[r]; ok {
+		delete(hs.released, r)
+		hs.offer(class)
+	}
+}
