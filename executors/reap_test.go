@@ -129,21 +129,14 @@ func TestReactorReapsWithOneWaitid(t *testing.T) {
 		calls = append(calls, options)
 		return unix.Waitid(idType, id, info, options, rusage)
 	}
-	gate, release, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.Close()
-	c := spawnSh(t, "", "read x <&3; exit 7", gate)
-	finished := make(chan Event, 1)
-	h := &processHandle{pid: int32(c.pid)}
-	p := &proc{pid: c.pid, pidfd: c.pidfd, pipe: -1, h: h, fin: finishInfo{taskID: "t"}, report: func(ev Event) { finished <- ev }}
+	g := startGated(t)
+	c, h, p := g.c, g.h, g.p
 
 	r.exited(p) // stale: the child waits for the gate
 	if p.exit != nil || h.exited || len(calls) != 1 {
 		t.Fatalf("running child: exit %+v, handle exited %v, %d waitid calls; want none, false, 1", p.exit, h.exited, len(calls))
 	}
-	release.Close()
+	g.release.Close()
 	awaitPidfd(t, c.pidfd)
 	r.exited(p)
 	if len(calls) != 2 {
@@ -157,20 +150,7 @@ func TestReactorReapsWithOneWaitid(t *testing.T) {
 	if !h.exited {
 		t.Error("handle not marked exited: Stop would signal a group whose id may be reused")
 	}
-	if _, err := syscall.Wait4(c.pid, nil, syscall.WNOHANG, nil); err != syscall.ECHILD {
-		t.Errorf("wait4 after exited: %v, want ECHILD (already reaped)", err)
-	}
-	select {
-	case ev := <-finished:
-		if ev.ExitCode != 7 || ev.Err != "exit status 7" {
-			t.Errorf("Finished %+v, want exit 7", ev)
-		}
-	case <-time.After(guard):
-		t.Fatal("no Finished within the guard time")
-	}
-	for _, fd := range r.closing {
-		unix.Close(fd)
-	}
+	g.checkReaped(t, r)
 }
 
 // TestReactorReapsWithoutPidfdWaitid: on a kernel that polls pidfds but
@@ -186,31 +166,56 @@ func TestReactorReapsWithoutPidfdWaitid(t *testing.T) {
 		}
 		return unix.Waitid(idType, id, info, options, rusage)
 	}
-	gate, release, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gate.Close()
-	c := spawnSh(t, "", "read x <&3; exit 7", gate)
-	finished := make(chan Event, 1)
-	h := &processHandle{pid: int32(c.pid)}
-	p := &proc{pid: c.pid, pidfd: c.pidfd, pipe: -1, h: h, fin: finishInfo{taskID: "t"}, report: func(ev Event) { finished <- ev }}
+	g := startGated(t)
+	c, h, p := g.c, g.h, g.p
 
 	r.exited(p) // stale: the child waits for the gate
 	if p.exit != nil || h.exited {
 		t.Fatalf("running child: exit %+v, handle exited %v; want none, false", p.exit, h.exited)
 	}
-	release.Close()
+	g.release.Close()
 	awaitPidfd(t, c.pidfd)
 	r.exited(p)
 	if !h.exited {
 		t.Error("handle not marked exited")
 	}
-	if _, err := syscall.Wait4(c.pid, nil, syscall.WNOHANG, nil); err != syscall.ECHILD {
+	g.checkReaped(t, r)
+}
+
+// gated is a child (sh) that waits for its gate to close, then exits 7,
+// with the handle and proc the reactor would watch it by.
+type gated struct {
+	c        *child
+	release  *os.File // closing it lets the child exit
+	h        *processHandle
+	p        *proc
+	finished chan Event // p's report
+}
+
+func startGated(t *testing.T) *gated {
+	t.Helper()
+	gate, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
+	t.Cleanup(func() { release.Close() })
+	g := &gated{c: spawnSh(t, "", "read x <&3; exit 7", gate), release: release, finished: make(chan Event, 1)}
+	g.h = &processHandle{pid: int32(g.c.pid)}
+	g.p = &proc{pid: g.c.pid, pidfd: g.c.pidfd, pipe: -1, h: g.h, fin: finishInfo{taskID: "t"}, report: func(ev Event) { g.finished <- ev }}
+	return g
+}
+
+// checkReaped checks that the child, handed to r.exited after its exit,
+// is reaped (no zombie left) and reported Finished with exit 7, then
+// closes the descriptors r kept for closing.
+func (g *gated) checkReaped(t *testing.T, r *reactor) {
+	t.Helper()
+	if _, err := syscall.Wait4(g.c.pid, nil, syscall.WNOHANG, nil); err != syscall.ECHILD {
 		t.Errorf("wait4 after exited: %v, want ECHILD (already reaped)", err)
 	}
 	select {
-	case ev := <-finished:
+	case ev := <-g.finished:
 		if ev.ExitCode != 7 || ev.Err != "exit status 7" {
 			t.Errorf("Finished %+v, want exit 7", ev)
 		}
