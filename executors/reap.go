@@ -85,32 +85,31 @@ func waitStatusOf(info *unix.Siginfo) (syscall.WaitStatus, error) {
 // exited: until it is reaped its pid names it alone. exited is false while
 // it runs; an error counts as an exit, as in reapPidfd.
 func reapPIDNoHang(pid int) (status syscall.WaitStatus, exited bool, err error) {
-	for {
-		wpid, err := syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err != nil:
-			return 0, true, os.NewSyscallError("wait4", err)
-		}
-		return status, wpid == pid, nil
+	wpid, status, err := wait4(pid, syscall.WNOHANG)
+	if err != nil {
+		return 0, true, err
 	}
+	return status, wpid == pid, nil
 }
 
 // reapPID collects the exit status of process pid, a child of the daemon
 // that has exited. While the child is a zombie its pid names it alone, so
 // waiting by pid is exact.
 func reapPID(pid int) (syscall.WaitStatus, error) {
-	var status syscall.WaitStatus
-	var err error
+	_, status, err := wait4(pid, 0)
+	return status, err
+}
+
+// wait4 is syscall.Wait4 on pid with options, retried on EINTR.
+func wait4(pid, options int) (wpid int, status syscall.WaitStatus, err error) {
 	for {
-		_, err = syscall.Wait4(pid, &status, 0, nil)
+		wpid, err = syscall.Wait4(pid, &status, options, nil)
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	if err != nil {
-		return 0, os.NewSyscallError("wait4", err)
+		return 0, 0, os.NewSyscallError("wait4", err)
 	}
-	return status, nil
+	return wpid, status, nil
 }
