@@ -102,8 +102,8 @@ func writeEngine(w io.Writer, rs results) {
 	for _, conc := range []int{16, 2} {
 		name := fmt.Sprintf("%s/concurrency=%d", procName, conc)
 		p("| 2 | 2,000 `true` tasks through the engine at concurrency %d, ratio to a bare Go loop in the same run (`%s`) | %s (%s tasks/s; in CPU time, the test process and its children: %s) | bare `exec.Command(\"true\").Run()` × %d goroutines: %s tasks/s | ratio ≥ 0.9 | %s |",
-			conc, name, strconv.FormatFloat(rs.med(name, "ratio"), 'f', 3, 64), num(rs.med(name, "engine-tasks/s")),
-			strconv.FormatFloat(rs.med(name, "cpu-ratio"), 'f', 3, 64), conc, num(rs.med(name, "bare-tasks/s")),
+			conc, name, f3(rs.med(name, "ratio")), num(rs.med(name, "engine-tasks/s")),
+			f3(rs.med(name, "cpu-ratio")), conc, num(rs.med(name, "bare-tasks/s")),
 			verdict(rs.med(name, "ratio"), 0.9, true))
 	}
 	p("| 3 | trigger → completion of a one-task `true` run at 50 runs/s offered, p99 (`BenchmarkLatency50`) | %s (p50 %s, max %s, %s runs) | – | p99 < 25 ms | %s |",

@@ -118,6 +118,14 @@ func (rs results) ratio(name, unit, base, baseUnit string) float64 {
 	return median(r)
 }
 
+// f3 formats a ratio to three decimals, "–" when it was not measured.
+func f3(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
+
 // num formats x with thousands separators, one decimal below 10.
 func num(x float64) string {
 	switch {
@@ -325,7 +333,7 @@ func write(w io.Writer, rs results, lines []string, mc machine) {
 			num(rs.med(name, "records/s")), num(lo), num(hi), times(rs.ratio(name, "records/s", rawName, "records/s")),
 			num(median(fps)), times(median(fpsRatio)),
 			strconv.FormatFloat(rs.med(name, "records/frame"), 'f', 1, 64),
-			strconv.FormatFloat(rs.med(name, "frames/fsync"), 'f', 3, 64))
+			f3(rs.med(name, "frames/fsync")))
 	}
 	p("")
 	var fill, rate []string

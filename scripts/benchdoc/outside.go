@@ -12,14 +12,6 @@ import (
 // the other way in the same run.
 const outsideName = "BenchmarkOutside/"
 
-// f3 formats a ratio.
-func f3(x float64) string {
-	if math.IsNaN(x) {
-		return "–"
-	}
-	return strconv.FormatFloat(x, 'f', 3, 64)
-}
-
 // agree says whether two figures give the same verdict against a target
 // (at least, or at most, want), and how far apart they are.
 func agree(outside, other, want float64, atLeast bool) string {
