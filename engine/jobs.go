@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -101,10 +100,7 @@ func (e *Engine) prepare(t *replay.Task, now int64) *start {
 		MaxOutputBytes: e.cfg.MaxOutputBytes,
 		MaxLogBytes:    max(e.cfg.MaxLogBytes, 0),
 	}
-	err := e.jobs.fill(&job, t)
-	if len(job.Input) == len(emptyInput) && bytes.Equal(job.Input, emptyInput) {
-		job.Input = emptyInput
-	}
+	err := e.jobs.fill(&job, t) // an empty input is emptyInput (taskInput.encode)
 	return &start{
 		att: &attempt{ref: replay.TaskRef{Run: run.ID, Task: t.Index}, taskID: job.TaskID, number: t.Attempt,
 			spec: spec, hasScratch: spec.Executor != "noop" && spec.Executor != "cloudrun", dispatchedAt: now}, // they write no files
