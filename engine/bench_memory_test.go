@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/internal/benchtest"
 	"github.com/orkwal/orkwal/replay/workflow"
 )
 
@@ -96,10 +97,7 @@ func vmRSS(b *testing.B) uint64 {
 //
 //	go test -run '^$' -bench BenchmarkQueuedRunMemory -benchtime 1x ./engine/
 func BenchmarkQueuedRunMemory(b *testing.B) {
-	n := 60000
-	if v, err := strconv.Atoi(os.Getenv("QUEUED")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchtest.QueuedRuns()
 	for _, shape := range queuedShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			var g queued

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -279,7 +278,7 @@ var queuedWorkflows = map[string]string{
 
 // queuedOutside is BenchmarkOutside/queued/<shape>.
 func queuedOutside(b *testing.B, bin, shape string) {
-	n := queuedRuns()
+	n := benchtest.QueuedRuns()
 	wfs := writeBenchWorkflows(b, map[string]string{"load": queuedWorkflows[shape]})
 	bound := []string{"--max-pending-runs", "1000000", "--max-pending-runs-per-workflow", "1000000"} // the default bound is 50,000 a workflow
 	var rss, fromFresh, heap, boot, settledBoot, returns float64
@@ -336,14 +335,6 @@ func (d *benchDaemon) settle() {
 	n := d.metric(settlesMetric)
 	d.until("the daemon's settle", time.Minute, 50*time.Millisecond,
 		func() bool { return d.metric(settlesMetric) > n })
-}
-
-// queuedRuns is QUEUED (60,000), as BenchmarkQueuedRunMemory reads it.
-func queuedRuns() int {
-	if v, err := strconv.Atoi(os.Getenv("QUEUED")); err == nil && v > 0 {
-		return v
-	}
-	return 60000
 }
 
 // triggerMany triggers n runs of workflow name from 32 API clients and

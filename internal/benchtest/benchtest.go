@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,4 +127,14 @@ func FsyncCost(tb testing.TB, dir string, n int) (wall, cpu time.Duration) {
 func Percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// QueuedRuns is the count of waiting runs the queued-run memory benchmarks
+// measure (engine's BenchmarkQueuedRunMemory and cmd/orkwal's
+// BenchmarkOutside/queued, compared on one page): QUEUED, or 60,000.
+func QueuedRuns() int {
+	if v, err := strconv.Atoi(os.Getenv("QUEUED")); err == nil && v > 0 {
+		return v
+	}
+	return 60000
 }
