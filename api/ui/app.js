@@ -447,14 +447,15 @@ const pageRun = catching(async (id) => {
     h('div', {}, h('h2', {}, 'Graph'), dag, inst, h('h2', {}, 'Timeline'), gantt),
     h('div', {}, facts)), panel);
   const pick = (key) => {
-    const t = st.run.tasks.find((x) => x.name === key);
+    const t = st.run.tasks.find((x) => x.name === key), k = instanceKey(key), was = st.fanout + '/' + st.page;
     if (t && isFanout(t)) { st.fanout = st.fanout === key ? '' : key; st.page = 0; }
-    const k = instanceKey(key);
     if (k) { st.fanout = k.task; st.page = Math.floor(k.index / PAGE); }
     st.sel = key;
     setQuery({ task: key });
     draw();
-    if (st.fanout || k) loadInstances();
+    // Fetched when another page is shown or the one held lacks the pick,
+    // not again for a task of the workflow or an instance of the list.
+    if (st.fanout && (st.fanout + '/' + st.page !== was || (k && !taskOf(st, key)))) loadInstances();
   };
   const turn = (page) => { st.page = page; loadInstances(); };
   const drawGraph = () => dag.replaceChildren(drawDAG(runNodes(st.run, st.counts), st.sel, pick));
