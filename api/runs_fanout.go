@@ -87,13 +87,10 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writeAppended(w, r, func(dst []byte, id string) ([]byte, error) {
 		dst, more, err := s.eng.AppendInstances(dst, id, iq.fanout, iq.after, iq.limit)
-		if more && err == nil {
-			next := url.Values{"fanout": {iq.fanout}, "after": {strconv.Itoa(lastIndex(iq))}, "limit": {strconv.Itoa(iq.limit)}}
+		if more && err == nil { // the next page follows this one's last instance, after+limit
+			next := url.Values{"fanout": {iq.fanout}, "after": {strconv.Itoa(iq.after + iq.limit)}, "limit": {strconv.Itoa(iq.limit)}}
 			w.Header().Set("Link", fmt.Sprintf(`</runs/%s/tasks?%s>; rel="next"`, id, next.Encode()))
 		}
 		return dst, err
 	})
 }
-
-// lastIndex is the index of a full page's last instance.
-func lastIndex(iq instancesQuery) int { return iq.after + iq.limit }
