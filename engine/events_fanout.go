@@ -39,12 +39,15 @@ func (f FanOuts) Names(run string) []string {
 // FanOut is run's fan-out name, once expanded (false: no such run, or no
 // such expanded fan-out in it).
 func (f FanOuts) FanOut(run, name string) (FanOut, bool) {
-	for _, t := range f.nodes(run) {
-		if t.Name == name && t.Parent < 0 {
-			return FanOut{t}, t.Expanded
-		}
+	r := f.st.Runs[run]
+	if r == nil {
+		return FanOut{}, false
 	}
-	return FanOut{}, false
+	t := specTask(r, name) // a spec task: never an instance
+	if t == nil {
+		return FanOut{}, false
+	}
+	return FanOut{t}, t.Expanded
 }
 
 // nodes is run's tasks as its workflow defines them, nil if there is no

@@ -19,6 +19,16 @@ func specTasks(r *replay.Run) []*replay.Task {
 	return r.Tasks[:min(len(r.Tasks), len(r.Spec.Tasks))]
 }
 
+// specTask is r's task name as its workflow defines it (nil: none).
+func specTask(r *replay.Run, name string) *replay.Task {
+	for _, t := range specTasks(r) {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
 // AppendRunSummary appends the compact JSON of run id's view as AppendRun
 // does, but with its fan-outs summarised: its tasks are those its workflow
 // defines (no instance), each fan-out with its instance_counts and
@@ -40,12 +50,7 @@ func (e *Engine) AppendInstances(dst []byte, id, name string, after, limit int) 
 	if !ok {
 		return dst, false, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
-	var node *replay.Task
-	for _, t := range specTasks(r) {
-		if t.Name == name {
-			node = t
-		}
-	}
+	node := specTask(r, name)
 	switch {
 	case node == nil:
 		return dst, false, fmt.Errorf("%w: run %s has no task %q", ErrNotFound, id, name)
