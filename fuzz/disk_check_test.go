@@ -38,15 +38,7 @@ func TestIdleCrashIgnoresWritesAfterTheLastIOPoint(t *testing.T) {
 }
 
 func idleCrashMidWrite(t *testing.T, step int, sd uint64) {
-	dataDir, image := t.TempDir(), t.TempDir()
-	walDir := filepath.Join(dataDir, "wal")
-	if err := os.WriteFile(filepath.Join(dataDir, engine.FormatFile), []byte("test\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := newDiskModel(dataDir, image, 0, rand.New(rand.NewPCG(sd, 1)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, walDir, image := modelledFolder(t, sd, 1)
 	const frames = 6 // the last is the one written after the last I/O point
 	var mixAt int64 = -1
 	fault := func(op wal.Op, index uint64) error {
@@ -171,4 +163,172 @@ func zeroByteAt(walDir string, off int64) error {
 	defer f.Close()
 	_, err = f.WriteAt([]byte{0}, off)
 	return err
+}
+
+// TestCutAfterATruncationKeepsOnlyWhatItSaw: a compaction's truncation
+// runs beside the appends (wal.TruncateFront removes segments without the
+// write lock), and the model's after-truncate point reads the folder's
+// listing to learn what the truncation removed. The log's front is
+// truncated, then frame W is written (into the tail, or rolling to a new
+// segment) while the compaction reaches after-truncate:
+//
+//   - before the model heard of W's write, the power cut there: the image
+//     holds the truncated log (the removed segment gone) up to the frame
+//     before W, never W, whose bytes are in the file but came after the
+//     last I/O point (the listing may show W's new segment: the model
+//     takes no segment and no byte from it);
+//   - after the model saw W written but before its fsync, the power cut
+//     at after-truncate or at W's fsync: W is not committed, and its
+//     bytes are no more durable for the truncation's fsync of wal/ (a
+//     folder's fsync makes no file's bytes durable): some seeds' images
+//     lose W. A model that took the truncation's fsync for every byte of
+//     its copy (as it did, relying on the harness to run compactions
+//     alone) keeps W in every image, and at after-truncate counts it
+//     committed.
+func TestCutAfterATruncationKeepsOnlyWhatItSaw(t *testing.T) {
+	for _, roll := range []bool{false, true} {
+		for _, c := range []struct {
+			name  string
+			seenW bool   // the model saw W's write before after-truncate
+			cut   wal.Op // the step cut
+		}{
+			{"W-unseen/cut-after-truncate", false, afterTruncate},
+			{"W-seen/cut-after-truncate", true, afterTruncate},
+			{"W-seen/cut-at-W-fsync", true, wal.OpSync},
+		} {
+			t.Run(fmt.Sprintf("roll=%v/%s", roll, c.name), func(t *testing.T) {
+				lost := 0
+				for sd := uint64(0); sd < 8; sd++ {
+					if !truncateThenWrite(t, roll, c.seenW, c.cut, sd) {
+						lost++
+					}
+				}
+				if c.seenW && lost == 0 {
+					t.Fatalf("every image kept W, written and not fsynced at the cut: the model counts its bytes durable")
+				}
+			})
+		}
+	}
+}
+
+// afterTruncate is the compaction's point after the WAL's front
+// truncation (engine/compact.go).
+const afterTruncate wal.Op = "after-truncate"
+
+// truncateThenWrite plays the sequence of TestCutAfterATruncationKeepsOnlyWhatItSaw
+// with seed sd: frames of 200 bytes in segments of 512 (three a segment),
+// the front truncated to index 5 (segment 1 goes), then W. It checks the
+// image and reports whether it holds W.
+func truncateThenWrite(t *testing.T, roll, seenW bool, cut wal.Op, sd uint64) bool {
+	t.Helper()
+	m, walDir, image := modelledFolder(t, sd, 2)
+	frames := 7 // the tail holds frame 7 alone: W fits in it
+	if roll {
+		frames = 9 // the tail holds 7 to 9, full: W starts segment 10
+	}
+	w := uint64(frames + 1)
+	point := func(step wal.Op) { // the compaction reaches a point, cut if it is cut
+		cutIfNext(m, step == cut)
+		m.compactFault(string(step))
+	}
+	fault := func(op wal.Op, index uint64) error {
+		if index != w {
+			return m.fault(op, index)
+		}
+		if op == wal.OpWrite && !seenW {
+			point(afterTruncate) // W is in the file; the model has not seen it
+		}
+		cutIfNext(m, op == cut)
+		err := m.fault(op, index)
+		if op == wal.OpWrite && seenW {
+			point(afterTruncate)
+		}
+		return err
+	}
+	l, err := wal.Open(walDir, wal.Options{SegmentSize: 512, PadStep: 128, Fault: fault, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var want [][]byte
+	for i := 1; i <= frames; i++ {
+		rec := bytes.Repeat([]byte{byte('a' + i)}, 200)
+		if _, err := l.Append([][]byte{rec}); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		want = append(want, rec)
+	}
+	if err := l.TruncateFront(5); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, []byte("W, written beside the truncation"))
+	if _, err := l.Append(want[w-1:]); err == nil {
+		t.Fatal("W's append returned nil after the power cut")
+	}
+	if _, err := os.Stat(filepath.Join(walDir, segName(w))); (err == nil) != roll {
+		t.Fatalf("segment %d exists: %v, want %v", w, err == nil, roll)
+	}
+	if m.crashErr != nil {
+		t.Fatalf("the model failed to cut the power: %v", m.crashErr)
+	}
+	if m.res.committed != uint64(frames) {
+		t.Fatalf("the model counts %d frames committed, want %d (W's fsync never came)", m.res.committed, frames)
+	}
+	first, last := imageRange(t, filepath.Join(image, "wal"), want)
+	if first != 4 || last < uint64(frames) {
+		t.Fatalf("the image holds frames %d to %d, want 4 (segment 1 truncated) to at least %d", first, last, frames)
+	}
+	if !seenW && last == w {
+		t.Fatalf("the image holds W, written after the last I/O point before the cut")
+	}
+	return last == w
+}
+
+// modelledFolder is a fresh data folder (FORMAT written) under a disk
+// model that cuts only when told, its draws seeded with (sd, stream); it
+// returns the model, the wal folder and the image's folder.
+func modelledFolder(t *testing.T, sd, stream uint64) (m *diskModel, walDir, image string) {
+	t.Helper()
+	dataDir, image := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(dataDir, engine.FormatFile), []byte("test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := newDiskModel(dataDir, image, 0, rand.New(rand.NewPCG(sd, stream)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, filepath.Join(dataDir, "wal"), image
+}
+
+// cutIfNext makes the model's next step the cut when cut is set.
+func cutIfNext(m *diskModel, cut bool) {
+	if cut {
+		m.mu.Lock()
+		m.crashAt = m.steps + 1
+		m.mu.Unlock()
+	}
+}
+
+// imageRange checks that the wal folder of an image verifies (a torn tail
+// is allowed: boot cuts it) and that each frame in it is the one written at
+// its index (want, from index 1); it returns the first and last indexes.
+func imageRange(t *testing.T, dir string, want [][]byte) (first, last uint64) {
+	t.Helper()
+	_, err := wal.VerifyDirFrom(dir, 0, func(index uint64, recs [][]byte) error {
+		switch {
+		case first == 0:
+			first = index
+		case index != last+1:
+			return fmt.Errorf("frame %d after %d", index, last)
+		}
+		if index > uint64(len(want)) || !bytes.Equal(bytes.Join(recs, nil), want[index-1]) {
+			return fmt.Errorf("frame %d differs from the one written", index)
+		}
+		last = index
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the image is one no power cut can leave: %v", err)
+	}
+	return first, last
 }

@@ -45,7 +45,9 @@ import (
 // again, an older one kept from when it was first read or last changed
 // size, for after the trim of its padding it never changes; the mark's
 // name), and builds every image, and reads the frames written, from that
-// copy, never from the live files. An idle crash (crash, called
+// copy, never from the live files (a compaction's after-truncate point
+// reads the folder's listing, only to drop from the copy the segments the
+// truncation removed: snapmodel_test.go). An idle crash (crash, called
 // by the harness between I/O points) may come while an append is under
 // way: a read of its file could see part of a sector as it was and part
 // as written, an image no power cut can leave. Its image is the one a cut
@@ -78,9 +80,10 @@ type diskModel struct {
 	steps   int              // hook calls so far
 	crashAt int              // crash at this step (0: never, crash() is called instead)
 	crashed bool
-	// synced is the last frame whose fsync the model let happen (or that
-	// the recovered history holds): what an idle crash counts committed.
-	synced   uint64
+	// pending is the frame written (OpWrite) whose fsync's hook has not
+	// come yet, or 0: a cut between I/O points (idle, or a compaction's
+	// step beside an append) does not count it committed.
+	pending  uint64
 	crashErr error         // a harness failure found while crashing
 	crashCh  chan struct{} // closed at the crash
 	rng      *rand.Rand    // for the image; used only under mu
@@ -178,22 +181,17 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 	}
 	m.steps++
 	if op == wal.OpTruncate {
-		// The frames about to go: the history keeps them.
-		if err := m.mergeLog(m.walDir); err != nil {
-			m.crashErr = err
-			m.crashLocked(op, index)
-			return errCrash
-		}
 		index = 0 // not a frame's I/O: every frame written is committed
 	}
 	segs, marks, err := m.scan()
-	if err != nil {
-		m.crashErr = err
-		m.crashLocked(op, index)
-		return errCrash
+	if err == nil {
+		err = m.observe(segs)
 	}
-	if err = m.observe(segs); err == nil {
+	if err == nil {
 		err = m.look(segs, marks)
+	}
+	if err == nil && op == wal.OpTruncate {
+		err = m.mergeSeen() // the frames about to go: the history keeps them
 	}
 	if err != nil {
 		m.crashErr = err
@@ -205,8 +203,10 @@ func (m *diskModel) fault(op wal.Op, index uint64) error {
 		return errCrash
 	}
 	switch op {
+	case wal.OpWrite:
+		m.pending = index
 	case wal.OpSync:
-		m.synced = max(m.synced, index)
+		m.pending = 0
 		newest := segs[len(segs)-1]
 		data := m.seen.data[newest.name]
 		m.durSize[newest.name], m.durEnd[newest.name] = int64(len(data)), validPrefix(data, newest.first)
@@ -358,12 +358,12 @@ func (m *diskModel) crashLocked(op wal.Op, index uint64) {
 	if index > 0 {
 		m.res.committed = index - 1
 	}
-	if op == "" {
-		// The power goes between I/O points, but an append may have been
-		// under way at the last one: its frame was written, its fsync's
-		// hook not yet called. Only the frames whose fsync happened are
+	if index == 0 && m.pending > 0 {
+		// The power goes between an append's I/O points (an idle cut, or a
+		// compaction's step beside the append): its frame was written, its
+		// fsync's hook not yet called. Only the frames before it are
 		// committed.
-		m.res.committed = min(m.res.committed, m.synced)
+		m.res.committed = min(m.res.committed, m.pending-1)
 	}
 	if m.crashErr == nil {
 		m.crashErr = m.buildImage()
@@ -633,9 +633,8 @@ func headerSumOK(f []byte, hdr int, want uint32) bool {
 	return uint32(xxhash.Sum64(append(b, f[:hdr]...))) == want
 }
 
-// mergeLog adds the frames of the wal folder dir (still: the live one at a
-// hook call or with no engine running, else a copy) to the history (under
-// mu).
+// mergeLog adds the frames of the wal folder dir (still: the model's copy,
+// or the live one with no engine running) to the history (under mu).
 func (m *diskModel) mergeLog(dir string) error {
 	first, frames, err := readLog(dir)
 	if err != nil {
@@ -657,7 +656,6 @@ func (m *diskModel) setHistory(hist [][][]byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.hist = append([][][]byte(nil), hist...)
-	m.synced = uint64(len(hist)) // the recovered history is durable
 }
 
 // history is every frame written so far, index 1 first. Called with no

@@ -24,9 +24,10 @@ import (
 //     is not (no folder fsync yet);
 //   - after-rename: snapshots/ was fsynced: its listing is durable;
 //   - the WAL's OpTruncate: before the truncation;
-//   - after-truncate: wal/ was fsynced: its listing and every segment's
-//     bytes are durable (every frame was fsynced by its append; the
-//     truncation only removed files);
+//   - after-truncate: wal/ was fsynced: the segments the truncation
+//     removed are gone (it only removes whole files); what was durable of
+//     the others stays so, no more (an append beside it keeps its own
+//     fsyncs);
 //   - done (the harness saw the compaction end): the old snapshots'
 //     removal was fsynced.
 //
@@ -130,12 +131,17 @@ func (m *diskModel) compactionDone() {
 	}
 }
 
-// walSynced: wal/ was fsynced after a truncation; every segment name and
-// byte of the model's copy is durable (the engine is idle: every frame was
-// fsynced by its append), and the segments the truncation removed are
-// gone, from the copy too. Only the folder's listing is read (the
-// truncation is over), never a segment's bytes: an append may be under
-// way.
+// walSynced: wal/ was fsynced after a truncation: the segments it removed
+// are gone for good, from the model's copy too. The folder's listing is
+// read here, at the point (the truncation is over), and only to learn
+// which of the copy's segments went: nothing but that truncation removes a
+// segment, so the listing can drop a segment from the copy, never add one
+// or a byte to it (an append may be under way: a segment it created, a
+// frame it wrote since the last hook call, are not in the copy and stay
+// out of the image). Every other segment's name and bytes are exactly as
+// durable as before: the fsync of wal/ after a removal makes no file's
+// bytes durable, so a frame written and not yet fsynced beside the
+// truncation stays unsynced (kept or lost at a cut).
 func (m *diskModel) walSynced() error {
 	live, err := listSegs(m.walDir)
 	if err != nil {
@@ -147,13 +153,11 @@ func (m *diskModel) walSynced() error {
 	}
 	m.seen.segs = slices.DeleteFunc(m.seen.segs, func(s segFile) bool { return !here[s.name] })
 	m.seen.forgetRemoved()
-	segs := m.seen.segs
-	m.durName, m.durSize, m.durEnd = map[string]bool{}, map[string]int64{}, map[string]int64{}
-	for i, s := range segs {
-		size := int64(len(m.seen.data[s.name]))
-		m.durName[s.name], m.durSize[s.name], m.durEnd[s.name] = true, size, size
-		if i == len(segs)-1 { // the tail: its entries end before its padding
-			m.durEnd[s.name] = validPrefix(m.seen.data[s.name], s.first)
+	for name := range m.durName {
+		if !here[name] {
+			delete(m.durName, name)
+			delete(m.durSize, name)
+			delete(m.durEnd, name)
 		}
 	}
 	return nil
