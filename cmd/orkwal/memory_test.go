@@ -192,3 +192,56 @@ func TestDaemonReturnsMemoryWhenSettled(t *testing.T) {
 	d.trigger("wide")
 	d.eventually("a return once the run's instances were created", func() bool { return counter("orkwal_memory_returns_total") >= 1 })
 }
+
+// TestSettlerIdleWaitsOnTheCommitAlone: once settled, with no commit, the
+// settler waits on the engine's commit signal and on nothing else: it arms
+// no timer, reads no turn count and no heap figure (run's doc: idle it
+// "wakes for nothing else"). Every seam call is reported to the test and
+// waits there until the test takes it, and the commit is sent on the
+// channel the settler waits on (not closed), so the send completes only
+// once the settler waits on it: a call made while idle is seen before the
+// commit is taken, whatever the scheduling, with no timeout to wait out.
+// A settler that polls while idle (waitQuiet looping with a timer, or run
+// going back to it without waiting for the commit) fails it at once.
+func TestSettlerIdleWaitsOnTheCommitAlone(t *testing.T) {
+	var mu sync.Mutex
+	commit := make(chan struct{}) // the engine's Changed channel of now
+	calls, done, finished := make(chan string), make(chan struct{}), make(chan struct{})
+	report := func(call string) { // a seam call, taken by the test
+		select {
+		case calls <- call:
+		case <-done:
+		}
+	}
+	s := &settler{quiet: time.Second,
+		changed: func() <-chan struct{} { report("changed"); mu.Lock(); defer mu.Unlock(); return commit },
+		turns:   func() int64 { report("turns"); return 0 }, // no turn: every interval is quiet
+		after: func(time.Duration) <-chan time.Time {
+			report("after")
+			tick := make(chan time.Time, 1)
+			tick <- time.Now() // the interval is over at once
+			return tick
+		},
+		retained: func() uint64 { report("retained"); return 0 }, // below the floor: no return
+		free:     func() { report("free") },
+		settled:  func() { report("settled") }}
+	go func() { s.run(done); close(finished) }()
+	t.Cleanup(func() { close(done); <-finished })
+	settle := []string{"changed", "turns", "after", "turns", "retained", "settled"}
+	for round := range 3 { // the boot's settle, then one after each commit
+		for _, want := range settle {
+			if got := <-calls; got != want {
+				t.Fatalf("settle %d: the settler called %s, want %s (a settle is %v)", round, got, want, settle)
+			}
+		}
+		mu.Lock()
+		next := commit
+		commit = make(chan struct{})
+		mu.Unlock()
+		select {
+		case next <- struct{}{}: // taken where the settler waits for the commit: a commit
+		case got := <-calls:
+			t.Fatalf("settled, with no commit, the settler called %s: it should only wait for the commit", got)
+		}
+	}
+}
