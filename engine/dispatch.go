@@ -11,7 +11,7 @@ import (
 // is parked behind it (see replay's ready queue), so a pass costs
 // O(log n) per task it looks at, not a scan of every waiting task.
 func (e *Engine) dispatch(now int64, out *turnOutput) {
-	picked, wake := e.pick(now, e.dispatchMax()-len(e.attempts), e.cfg.MaxConcurrent-len(e.attempts))
+	picked, wake := e.pick(now, e.room())
 	out.wake = wake
 	for _, t := range picked {
 		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
@@ -32,19 +32,67 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 	}
 }
 
-// pick takes up to free ready tasks that pass the gate, in dispatch
-// order, and parks each one it holds. Runs parked behind their workflow
+// room is how many ready tasks a dispatch pass may pick.
+type room struct {
+	free  int // below dispatchMax: any task the gate lets start
+	slots int // with a free slot for them: tasks that may not go ahead too
+	most  int // beyond free, up to most: tasks that go ahead and overtake (priority above floor)
+	floor int // the lowest priority waiting for a slot
+}
+
+// room is the room of a dispatch pass now. Beyond dispatchMax, a task
+// that goes ahead is picked only if its priority is above that of an
+// attempt waiting for a slot, which it will pass (see slots.place): a
+// full queue of lower priorities does not make it wait for them, and
+// what is in flight stays under overtakeMax.
+func (e *Engine) room() room {
+	n := len(e.attempts)
+	r := room{free: e.dispatchMax() - n, slots: e.cfg.MaxConcurrent - n}
+	r.most = r.free
+	if floor, ok := e.slots.lowest(); ok {
+		r.most, r.floor = e.overtakeMax()-n, floor
+	}
+	return r
+}
+
+// canOvertake tells whether, with dispatchMax in flight or more, the first
+// ready task may still be dispatched (see room): it would pass an attempt
+// waiting for a slot. It first makes the tasks whose not_before is due
+// ready, as a dispatch pass does, and sets out.wake to the next one: a
+// delayed task's time wakes the loop even while the queue is full.
+// Under e.mu (the ready queue changes).
+func (e *Engine) canOvertake(now int64, out *turnOutput) bool {
+	if e.stopping || e.poison.Load() != nil || e.state.ReadyCount() == 0 || len(e.attempts) >= e.overtakeMax() {
+		return false
+	}
+	floor, ok := e.slots.lowest()
+	if !ok {
+		return false
+	}
+	out.wake = e.state.ReleaseDue(now)
+	return overtakes(e.state.PeekReady(), floor)
+}
+
+// overtakes tells whether ready task t (nil: none) would pass an attempt
+// of priority floor waiting for a slot.
+func overtakes(t *replay.Task, floor int) bool { return t != nil && t.Priority() > floor }
+
+// pick takes the ready tasks that pass the gate, in dispatch order, as
+// many as r has room for, and parks each one it holds. Runs parked behind their workflow
 // compete through their class's first run (see heads): it is released
 // into the heap when it comes first and the gate lets it start. A task
 // released from a fan-out's concurrency and held by another gate releases
 // the next one (the room it was released for is still free).
 //
-// Beyond the first slotFree, it picks only tasks that may go ahead (see
-// slots) and stops at the first other one, which stays ready.
+// Beyond the first r.slots, it picks only tasks that may go ahead (see
+// slots) and stops at the first other one, which stays ready; beyond
+// r.free, only while the heap's first has a priority above r.floor (the
+// heap gives no higher one after it; a run parked behind its workflow is
+// not looked at there: it waits for the next end to make room).
 //
 // It returns the picked tasks and the earliest not_before still to come
 // (0: none).
-func (e *Engine) pick(now int64, free, slotFree int) (picked []*replay.Task, wake int64) {
+func (e *Engine) pick(now int64, r room) (picked []*replay.Task, wake int64) {
 	st := e.state
 	g := newGate(e, now)
 	defer func() {
@@ -56,7 +104,10 @@ func (e *Engine) pick(now int64, free, slotFree int) (picked []*replay.Task, wak
 	hs := &heads{e: e, g: g, released: map[*replay.Run]string{}}
 	st.ParkedClasses(hs.offer)
 	var other []*replay.Task
-	for len(picked) < free && !e.stopping {
+	for len(picked) < r.most && !e.stopping {
+		if len(picked) >= r.free && !overtakes(st.PeekReady(), r.floor) {
+			break
+		}
 		hs.releaseBefore(st.PeekReady())
 		t := st.TakeReady()
 		if t == nil {
@@ -64,7 +115,7 @@ func (e *Engine) pick(now int64, free, slotFree int) (picked []*replay.Task, wak
 		}
 		e.looked.Add(1)
 		held := g.holds(t)
-		if held == replay.GateNone && len(picked) >= slotFree && !goesAhead(t) {
+		if held == replay.GateNone && len(picked) >= r.slots && !goesAhead(t) {
 			other = append(other, t) // waits for a free slot: the pass ends
 			break
 		}

@@ -178,6 +178,11 @@ func (e *Engine) canDispatch() bool {
 // many dispatched ahead (see slots).
 func (e *Engine) dispatchMax() int { return e.cfg.MaxConcurrent + aheadOf(e.cfg.MaxConcurrent) }
 
+// overtakeMax is how many attempts may be in flight with those dispatched
+// ahead beyond dispatchMax because they overtake one waiting (see room):
+// as many again as aheadOf.
+func (e *Engine) overtakeMax() int { return e.dispatchMax() + aheadOf(e.cfg.MaxConcurrent) }
+
 // turn decides and applies everything evs imply plus the dispatches that
 // fit, then makes them durable. See the package doc.
 func (e *Engine) turn(evs []event) *turnOutput {
@@ -215,7 +220,7 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	if e.poison.Load() == nil && !e.stopping {
 		cronWake = e.fireSchedules(now, out)
 	}
-	if e.canDispatch() {
+	if e.canDispatch() || e.canOvertake(now, out) {
 		e.dispatch(now, out)
 	}
 	e.noticeRecords(out)

@@ -110,7 +110,7 @@ func pickMatchesScan(t *testing.T, seed uint64) {
 			inflight = stillInFlight(parked.state, inflight)
 		default: // a dispatch pass
 			free := 1 + rng.IntN(4)
-			got, _ := parked.pick(now, free, free)
+			got, _ := parked.pick(now, room{free: free, slots: free, most: free})
 			want := scanPick(scan, newGate(scan, now), free)
 			if ids(got) != ids(want) {
 				t.Fatalf("seed %d step %d: parked picked %s, a scan %s", seed, step, ids(got), ids(want))

@@ -29,11 +29,21 @@ import (
 //     mutex (its holder would wait for a slot holding the key). Others are
 //     dispatched only while a slot is free for them (len(attempts) <
 //     MaxConcurrent), so they never wait in the queue; a pass that meets
-//     one it cannot dispatch stops there, so that dispatch order stays the
-//     order attempts get their slots.
+//     one it cannot dispatch stops there: nothing after it in dispatch
+//     order (priority, then creation) goes ahead of it. Those already
+//     waiting get their slots first.
 //   - An attempt dispatched ahead counts against every gate (max_active_runs,
 //     concurrency, pools) as a dispatched attempt: it is one.
-//   - Slots are given in dispatch order (the queue is FIFO).
+//   - Slots are given by priority (the task's, highest first), then in
+//     dispatch order: the queue is kept in that order (place: an O(queue)
+//     insert, from the back; the queue is at most overtakeMax long), so a
+//     task of a higher priority ready later gets the next slot that frees
+//     before the lower ones waiting.
+//   - With the queue full (dispatchMax in flight), a task that goes ahead
+//     and whose priority is above the lowest waiting is still dispatched
+//     ahead, up to aheadOf more (overtakeMax; see Engine.room): it does
+//     not wait for the lower ones to drain, and what is in flight stays
+//     bounded.
 //   - Its start deadline and timeout count from when it gets its slot
 //     (grantedAt), not from its dispatch.
 //   - Stopped while it waits (cancel, deadline, shutdown, fail-stop), it
@@ -47,7 +57,7 @@ type slots struct {
 	clock Clock
 	max   int        // Config.MaxConcurrent
 	held  int        // attempts holding a slot (more than max only after a boot resumed deferred ones)
-	queue []*attempt // waiting for a slot, in dispatch order
+	queue []*attempt // waiting for a slot: by priority (highest first), then in dispatch order
 }
 
 // slotsLock is the slots' mutex. released, tests only, is called after
@@ -125,7 +135,30 @@ func (s *slots) enter(a *attempt, now int64) {
 		s.grant(a, now)
 		return
 	}
-	s.queue = append(s.queue, a)
+	s.queue = slices.Insert(s.queue, s.place(a.spec.Priority), a)
+}
+
+// place is where an attempt of priority p enters the queue: after every
+// attempt of priority p or higher (slots go by priority, then in dispatch
+// order). From the back: one dispatched after the others, of their
+// priority or lower, the common case, is looked at against one.
+func (s *slots) place(p int) int {
+	i := len(s.queue)
+	for i > 0 && s.queue[i-1].spec.Priority < p {
+		i--
+	}
+	return i
+}
+
+// lowest is the lowest priority of the attempts waiting for a slot (the
+// queue's last); ok is false when none waits.
+func (s *slots) lowest() (p int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return 0, false
+	}
+	return s.queue[len(s.queue)-1].spec.Priority, true
 }
 
 // force gives an attempt a slot even if none is free (a deferred task's
@@ -197,7 +230,8 @@ func (s *slots) leave(a *attempt) ([]spawnable, int) {
 	return s.handOut(), len(s.queue)
 }
 
-// handOut gives free slots to the first attempts of the queue.
+// handOut gives free slots to the first attempts of the queue: the
+// highest priority, the earliest dispatched of it.
 func (s *slots) handOut() []spawnable {
 	var out []spawnable
 	for s.held < s.max && len(s.queue) > 0 {
