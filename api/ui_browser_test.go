@@ -58,13 +58,18 @@ type daemon struct {
 	dir  string
 	addr string
 	opts []Option
+	wrap func(http.Handler) http.Handler // when set, what the listener serves around the API
 	eng  *engine.Engine
 	api  *Server
 	srv  *http.Server
 }
 
-func startDaemon(t testing.TB, opts ...Option) *daemon {
-	d := &daemon{t: t, dir: t.TempDir(), addr: "127.0.0.1:0", opts: opts}
+func startDaemon(t testing.TB, opts ...Option) *daemon { return startDaemonWrapped(t, nil, opts...) }
+
+// startDaemonWrapped is startDaemon serving wrap(the API): a test sees
+// every request the page makes.
+func startDaemonWrapped(t testing.TB, wrap func(http.Handler) http.Handler, opts ...Option) *daemon {
+	d := &daemon{t: t, dir: t.TempDir(), addr: "127.0.0.1:0", opts: opts, wrap: wrap}
 	d.start()
 	t.Cleanup(d.stop)
 	return d
@@ -83,7 +88,11 @@ func (d *daemon) start() {
 		d.t.Fatal(err)
 	}
 	d.addr, d.eng, d.api = ln.Addr().String(), eng, New(eng, quiet, d.opts...)
-	d.srv = &http.Server{Handler: d.api}
+	var h http.Handler = d.api
+	if d.wrap != nil {
+		h = d.wrap(h)
+	}
+	d.srv = &http.Server{Handler: h}
 	go d.srv.Serve(ln)
 }
 
@@ -183,6 +192,21 @@ func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
 // until waits for a JavaScript condition to hold in the page.
 func until(expr string) chromedp.Action[chromedp.Void] { return chromedp.Poll[chromedp.Void](expr) }
+
+// press clicks what sel selects once it is there and shown, found and
+// clicked in one turn of the page's script. The run page redraws its live
+// parts (graph, facts, instances) whenever an event or a fetch comes, even
+// after the run ended (the reload when its stream opens, a debounced
+// fetch): chromedp.Click finds the element in one call and clicks it in
+// others, and fails with "Could not find node with given id" when a
+// redraw replaced it in between.
+func press(sel string) chromedp.Action[chromedp.Void] {
+	return until(fmt.Sprintf(`((e) => {
+		if (!e || !e.getClientRects().length) return false;
+		e.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, view: window}));
+		return true;
+	})(document.querySelector(%q))`, sel))
+}
 
 // logHas waits for the task panel's log to contain text.
 func logHas(text string) chromedp.Action[chromedp.Void] {

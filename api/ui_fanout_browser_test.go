@@ -1,8 +1,11 @@
 package api
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -102,4 +105,49 @@ func TestBrowserFanOutInstancesPaged(t *testing.T) {
 		chromedp.WaitVisible(css(`#instances tr.sel[data-task="each[201]"]`)),
 		until(`document.querySelector("#task-name") && document.querySelector("#task-name").textContent === "each[201]"`),
 	)
+}
+
+// TestBrowserFanOutListFetchedOnceOnOpen: a run page opened with a
+// fan-out's list shown (?task= names the fan-out) fetches its page of
+// instances once, with the run, when its stream opens (the page it is
+// served in holds the run, not the instances); the next page is then
+// fetched alone.
+func TestBrowserFanOutListFetchedOnceOnOpen(t *testing.T) {
+	reqs := make(chan string, 64) // the page's reads of the run and of instances, in order
+	d := startDaemonWrapped(t, func(api http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			if q.Has("fanout") {
+				reqs <- "instances after " + q.Get("after")
+			} else if strings.HasPrefix(r.URL.Path, "/runs/") && q.Get("instances") == "counts" {
+				reqs <- "run"
+			}
+			api.ServeHTTP(w, r)
+		})
+	})
+	d.put(wfFanWide)
+	id := d.trigger("fanwide")
+	ctx := browse(t)
+	if err := d.eng.WaitRunEnd(ctx, id); err != nil { // no event comes while the page is open
+		t.Fatal(err)
+	}
+	var seen []string
+	readUntil := func(last string) {
+		t.Helper()
+		for len(seen) == 0 || seen[len(seen)-1] != last || !slices.Contains(seen, "run") {
+			select {
+			case r := <-reqs:
+				seen = append(seen, r)
+			case <-ctx.Done():
+				t.Fatalf("waiting for %q after the run's fetch: %v; the page read %q", last, ctx.Err(), seen)
+			}
+		}
+	}
+	do(t, ctx, chromedp.Navigate(d.url("/ui/runs/"+id+"?task=each")), chromedp.WaitVisible(css(`#live.on`)))
+	readUntil("instances after ")
+	do(t, ctx, until(`document.querySelector("#inst-where").textContent === "(1–100 of 250)"`), press(`#inst-next`))
+	readUntil("instances after 99")
+	if want := []string{"run", "instances after ", "instances after 99"}; !slices.Equal(seen, want) {
+		t.Fatalf("the page read %q, want %q: the first page of instances once, with the run", seen, want)
+	}
 }

@@ -508,15 +508,17 @@ const pageRun = catching(async (id) => {
     if (st.fanout) loadInstances();
   });
   // The server puts the run in the page (summarised): the first draw needs
-  // no request for it.
+  // no request for it. An open fan-out's page of instances is not in it:
+  // it is fetched once, with the run, when the stream opens.
   const initial = $('#initial-run');
   if (initial) {
     try { st.run = JSON.parse(initial.textContent); openSelected(); draw(); drawn(); } catch (e) { st.run = null; }
-    if (st.run && st.fanout) loadInstances();
   }
-  // Without the run in the page, it is fetched now; with it, once the
-  // stream is open (what changed in between is then read).
-  if (!st.run) { await load(); drawn(); }
+  // Without the run in the page, it is fetched now (with the open
+  // fan-out's instances); with it, once the stream is open (what changed
+  // in between is then read).
+  const inPage = !!st.run;
+  if (!inPage) { await load(); drawn(); }
   // The stream sends a fan-out's instances as its counts by status
   // (?instances=counts): they redraw its node and the timeline, with no
   // fetch of the run; while its instances are listed (or one is
@@ -533,7 +535,7 @@ const pageRun = catching(async (id) => {
     drawTimeline();
     if (st.fanout === ev.task) { drawInstances(); instancesSoon(); }
   };
-  live('?latest=1&instances=counts&run=' + id, onEvent, load, !!initial);
+  live('?latest=1&instances=counts&run=' + id, onEvent, load, inPage);
   // A running task's bar grows with the clock, events or not.
   setInterval(() => { if (st.run && !ended(st.run)) drawTimeline(); }, 5000);
 });
