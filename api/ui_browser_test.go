@@ -237,7 +237,7 @@ func TestBrowserTriggerAndWatch(t *testing.T) {
 	if marker := value[string](t, ctx, `window.pageMarker`); marker != "same page" {
 		t.Fatalf("the page reloaded (marker %q)", marker)
 	}
-	do(t, ctx, chromedp.Click(css(node("hello", "success"))), logHas("hello chromedp"))
+	do(t, ctx, press(node("hello", "success")), logHas("hello chromedp"))
 	if url := value[string](t, ctx, `location.href`); !strings.Contains(url, "/ui/runs/") || !strings.Contains(url, "task=hello") {
 		t.Fatalf("url %s", url)
 	}
@@ -254,10 +254,10 @@ func TestBrowserFailedLogRetryAndCancel(t *testing.T) {
 	do(t, ctx,
 		chromedp.Navigate(d.url("/ui/runs/"+flaky)),
 		chromedp.WaitVisible(css(node("boom", "failed"))),
-		chromedp.Click(css(node("boom", "failed"))),
+		press(node("boom", "failed")),
 		logHas("boom: the first run fails"),
 		chromedp.WaitVisible(css(runStatusIs("failed"))),
-		chromedp.Click(css(`#retry-run`)),
+		press(`#retry-run`),
 		chromedp.WaitVisible(css(node("boom", "success"))),
 		chromedp.WaitVisible(css(runStatusIs("success"))),
 		// The retried task lists both attempts, each with how it ended,
@@ -279,7 +279,7 @@ func TestBrowserFailedLogRetryAndCancel(t *testing.T) {
 	do(t, ctx,
 		chromedp.Navigate(d.url("/ui/runs/"+slow)),
 		chromedp.WaitVisible(css(node("wait", "running"))),
-		chromedp.Click(css(`#cancel-run`)),
+		press(`#cancel-run`),
 		chromedp.WaitVisible(css(runStatusIs("cancelled"))),
 		chromedp.WaitVisible(css(node("wait", "cancelled"))),
 	)

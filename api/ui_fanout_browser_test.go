@@ -35,7 +35,7 @@ func TestBrowserFanOutListLiveWithoutTheRun(t *testing.T) {
 		chromedp.Navigate(d.url("/ui/runs/"+id)),
 		chromedp.WaitVisible(css(`#live.on`)),
 		until(each+`.includes("▶ 4")`),
-		chromedp.Click(css(`#dag g.node[data-task="each"]`)),
+		press(`#dag g.node[data-task="each"]`),
 		chromedp.WaitVisible(css(row("3", "running"))),
 		chromedp.WaitVisible(css(`#gantt .row[data-task="each"] .bar`)),
 		chromedp.Evaluate[chromedp.Void](`window.pageMarker = "same page"`),
@@ -50,7 +50,7 @@ func TestBrowserFanOutListLiveWithoutTheRun(t *testing.T) {
 	if n := value[float64](t, ctx, pages); n <= pagesBefore {
 		t.Errorf("the list changed with no page of instances fetched (%v before, %v after)", pagesBefore, n)
 	}
-	do(t, ctx, chromedp.Click(css(`#instances tr[data-task="each[0]"] a`)),
+	do(t, ctx, press(`#instances tr[data-task="each[0]"] a`),
 		until(`document.querySelector("#task-name") && document.querySelector("#task-name").textContent === "each[0]"`))
 	if n := value[float64](t, ctx, runs); n != runsBefore {
 		t.Errorf("picking an instance fetched the run %v times, want none", n-runsBefore)
@@ -89,13 +89,13 @@ func TestBrowserFanOutInstancesPaged(t *testing.T) {
 	do(t, ctx,
 		chromedp.Navigate(d.url("/ui/runs/"+id)),
 		chromedp.WaitVisible(css(runStatusIs("success"))),
-		chromedp.Click(css(`#dag g.node[data-task="each"]`)),
+		press(`#dag g.node[data-task="each"]`),
 		until(where+` === "(1–100 of 250)" && `+rows+` === 100`),
-		chromedp.Click(css(`#inst-next`)),
+		press(`#inst-next`),
 		until(where+` === "(101–200 of 250)" && document.querySelector('#instances tr[data-task="each[100]"]') !== null`),
-		chromedp.Click(css(`#inst-next`)),
+		press(`#inst-next`),
 		until(where+` === "(201–250 of 250)" && `+rows+` === 50 && document.querySelector("#inst-next") === null`),
-		chromedp.Click(css(`#inst-prev`)),
+		press(`#inst-prev`),
 		until(where+` === "(101–200 of 250)"`),
 	)
 	// An instance named by the URL opens its fan-out at its page.

@@ -69,7 +69,7 @@ func TestBrowserWorkflowVersions(t *testing.T) {
 	do(t, ctx,
 		chromedp.Navigate(d.url("/ui/runs/"+run1)),
 		chromedp.WaitVisible(css(`#run-version`)),
-		chromedp.Click(css(`#run-version`)),
+		press(`#run-version`),
 		chromedp.WaitVisible(css(`#source[data-version="1"]`)),
 	)
 	for i := 3; i <= 22; i++ {
