@@ -164,16 +164,20 @@ func CheckSnapshots(dataDir string, logger *slog.Logger) (*replay.State, uint64,
 	return replay.New(), 0, bad, nil
 }
 
+// readSnapshot restores the state of the snapshot file at path; it reads
+// the file in pieces (replay.ReadSnapshot), never whole.
 func readSnapshot(path string) (*replay.State, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := replay.DecodeSnapshot(data)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	return replay.Restore(snap)
+	st, _, err := replay.ReadSnapshot(f, fi.Size())
+	return st, err
 }
 
 // maybeCompact begins a compaction once the log has grown by CompactBytes

@@ -125,9 +125,10 @@ func FuzzApply(f *testing.F) {
 }
 
 // checkSnapshotReplay applies the first cut records, takes a snapshot
-// through its file encoding, restores it, then applies the rest to both the
-// restored state and a full replay: they must agree on every record's
-// acceptance, on the final hash and on the ready queue.
+// through its file encoding, restores it (decoded whole, and read as a
+// boot reads it, run by run), then applies the rest to both restored
+// states and a full replay: they must agree on every record's acceptance,
+// on the final hash and on the ready queue.
 func checkSnapshotReplay(t *testing.T, recs []replay.Record, cut int) {
 	t.Helper()
 	full := replay.New()
@@ -146,24 +147,30 @@ func checkSnapshotReplay(t *testing.T, recs []replay.Record, cut int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h1, _ := full.Hash(); snap.Index != uint64(cut) {
-		t.Fatalf("snapshot index %d, want %d (%x)", snap.Index, cut, h1)
+	read, index, err := replay.ReadSnapshot(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1, _ := full.Hash(); snap.Index != uint64(cut) || index != uint64(cut) {
+		t.Fatalf("snapshot index %d (read: %d), want %d (%x)", snap.Index, index, cut, h1)
 	}
 	for _, r := range recs[cut:] {
-		e1, e2 := full.Apply(r), restored.Apply(r)
-		if (e1 == nil) != (e2 == nil) {
-			t.Fatalf("after a snapshot at %d, %s: full replay %v, restored %v", cut, r.Kind(), e1, e2)
+		e1, e2, e3 := full.Apply(r), restored.Apply(r), read.Apply(r)
+		if (e1 == nil) != (e2 == nil) || (e1 == nil) != (e3 == nil) {
+			t.Fatalf("after a snapshot at %d, %s: full replay %v, restored %v, read %v", cut, r.Kind(), e1, e2, e3)
 		}
 	}
 	h1, _ := full.Hash()
-	if h2, _ := restored.Hash(); h1 != h2 {
-		t.Fatalf("snapshot at %d then replay differs from full replay", cut)
-	}
-	if a, b := readyOrder(full), readyOrder(restored); a != b {
-		t.Fatalf("ready queues differ after a snapshot at %d:\n%s\n%s", cut, a, b)
+	for _, st := range []*replay.State{restored, read} {
+		if h2, _ := st.Hash(); h1 != h2 {
+			t.Fatalf("snapshot at %d then replay differs from full replay", cut)
+		}
+		if a, b := readyOrder(full), readyOrder(st); a != b {
+			t.Fatalf("ready queues differ after a snapshot at %d:\n%s\n%s", cut, a, b)
+		}
+		checkCounts(t, st)
 	}
 	checkCounts(t, full)
-	checkCounts(t, restored)
 }
 
 // checkCounts: the counts Apply keeps are those a scan of every run finds.

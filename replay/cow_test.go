@@ -180,17 +180,27 @@ func encodeSnap(t *testing.T, snap *Snapshot) []byte {
 	return buf.Bytes()
 }
 
-// restoreSnap is the state a boot restores from snap: encoded, decoded and
-// restored.
+// restoreSnap is the state a boot restores from snap: encoded, then read
+// run by run (ReadSnapshot); it must be the state Restore builds from the
+// whole snapshot decoded.
 func restoreSnap(t *testing.T, snap *Snapshot) *State {
 	t.Helper()
-	dec, err := DecodeSnapshot(encodeSnap(t, snap))
+	data := encodeSnap(t, snap)
+	back, index, err := ReadSnapshot(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := Restore(dec)
+	dec, err := DecodeSnapshot(data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	whole, err := Restore(dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := back.Hash()
+	if h2, _ := whole.Hash(); h1 != h2 || index != snap.Index {
+		t.Fatalf("read run by run: index %d, hash %x; decoded whole: index %d, hash %x", index, h1, dec.Index, h2)
 	}
 	return back
 }

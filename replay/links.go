@@ -60,7 +60,7 @@ func linkDown(links []taskLinks) {
 
 // restoreLinks links a restored run's tasks, checking the dependencies
 // its snapshot recorded, and their definitions' positions.
-func (s *State) restoreLinks(run *Run, sr SnapRun) error {
+func (s *State) restoreLinks(run *Run, sr *SnapRun) error {
 	deps := make([][]int, len(sr.Tasks))
 	for i, st := range sr.Tasks {
 		if st.SpecIndex < 0 || st.SpecIndex >= len(run.Spec.Tasks) {
