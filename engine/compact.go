@@ -108,6 +108,15 @@ func (e *Engine) loadSnapshot() (*replay.State, uint64, error) {
 	return st, idx, err
 }
 
+// newestSnapshot is the index of the data folder's newest snapshot file,
+// whether it loads or not, or 0.
+func (e *Engine) newestSnapshot() uint64 {
+	if idxs, _ := snapshotIndexes(e.cfg.DataDir); len(idxs) > 0 {
+		return idxs[0]
+	}
+	return 0
+}
+
 // finishRemoval does step 4 of a compaction a crash cut short (after its
 // rename, before its removal): of the snapshots older than loaded (the one
 // boot uses), the newest stays, the fallback a compaction keeps, and the

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -266,13 +267,21 @@ func (e *Engine) recover() error {
 	}
 	e.wal = l
 	e.bootCut = l.CutBytes()
+	// The frames the snapshot covers are checked first, while the heap
+	// is small: decoded and dropped after the state is restored, their
+	// garbage took the heap to twice the state before a collection
+	// (issue 27: a boot's peak memory).
+	if err := checkFrames(l, e.newestSnapshot()); err != nil {
+		l.Close()
+		return err
+	}
 	st, from, err := e.loadSnapshot()
 	if err != nil {
 		l.Close()
 		return err
 	}
 	e.state = st
-	n, size, err := replayAfter(l, e.state, from)
+	n, size, err := applyAfter(l, e.state, from)
 	if err != nil {
 		l.Close()
 		return err
@@ -329,12 +338,52 @@ func LogMeetsSnapshot(first, last, snapIndex uint64) error {
 	return nil
 }
 
-// replayAfter checks that the log meets the snapshot (LogMeetsSnapshot),
-// then reads every frame still in the log, so that corruption
-// anywhere in it stops boot, and applies those after the snapshot index.
-// It returns how many records it applied and the bytes of their entries
-// (as on disk: the log since the snapshot, which --compact-bytes counts).
+// replayAfter checks every frame still in the log, so that corruption
+// anywhere in it stops boot (checkFrames), and applies those after the
+// snapshot index (applyAfter). It returns how many records it applied and
+// the bytes of their entries (as on disk: the log since the snapshot,
+// which --compact-bytes counts).
 func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, int64, error) {
+	if err := checkFrames(l, snapIndex); err != nil {
+		return 0, 0, err
+	}
+	return applyAfter(l, st, snapIndex)
+}
+
+// checkFrames decodes the records of the log's frames up to index upTo,
+// which a boot from the snapshot at upTo does not apply: a record that
+// does not decode stops it with an error naming the WAL index.
+func checkFrames(l *wal.Log, upTo uint64) error {
+	first, err := l.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("engine: first wal index: %w", err)
+	}
+	if upTo < first {
+		return nil
+	}
+	err = l.Replay(first, func(index uint64, payloads [][]byte) error {
+		if index > upTo {
+			return errChecked
+		}
+		for i, p := range payloads {
+			if _, err := replay.Decode(p); err != nil {
+				return fmt.Errorf("engine: wal index %d record %d: %w", index, i, err)
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errChecked) {
+		return nil
+	}
+	return err
+}
+
+var errChecked = errors.New("past the frames to check")
+
+// applyAfter checks that the log meets the snapshot (LogMeetsSnapshot),
+// then applies every frame after the snapshot index; those up to it are
+// checkFrames'. It returns what replayAfter does.
+func applyAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, int64, error) {
 	first, err := l.FirstIndex()
 	if err != nil {
 		return 0, 0, fmt.Errorf("engine: first wal index: %w", err)
@@ -343,15 +392,7 @@ func replayAfter(l *wal.Log, st *replay.State, snapIndex uint64) (int, int64, er
 		return 0, 0, err
 	}
 	n, size := 0, int64(0)
-	err = l.Replay(min(first, snapIndex+1), func(index uint64, payloads [][]byte) error {
-		if index <= snapIndex {
-			for i, p := range payloads {
-				if _, err := replay.Decode(p); err != nil {
-					return fmt.Errorf("engine: wal index %d record %d: %w", index, i, err)
-				}
-			}
-			return nil
-		}
+	err = l.Replay(snapIndex+1, func(index uint64, payloads [][]byte) error {
 		n += len(payloads)
 		size += wal.EntrySize(index, payloads)
 		return applyFrame(st, index, payloads)

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/orkwal/orkwal/executors"
+	"github.com/orkwal/orkwal/replay"
+	"github.com/orkwal/orkwal/replay/workflow"
+	"github.com/orkwal/orkwal/wal"
 )
 
 // TestDiskFullAfterTruncation: once compaction has truncated the log's
@@ -87,5 +91,59 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBootChecksTheFramesItsSnapshotCovers: boot restores the state from
+// the snapshot and applies only the frames after its index, but a record
+// before it that does not decode is corruption all the same: the boot
+// refuses, naming the WAL index (it checks those frames before it
+// restores the snapshot, issue 27).
+func TestBootChecksTheFramesItsSnapshotCovers(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(Config{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	l, err := wal.Open(Layout(dir).WAL(), wal.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "t", Executor: "noop"}}}
+	st := replay.New()
+	for _, r := range []replay.Record{&replay.WorkflowPut{Spec: spec, At: 1}, nil, &replay.RunCreated{ID: "r1", Workflow: "w", Version: 1, At: 2}} {
+		payload := []byte{0xee} // no record of that kind: it does not decode
+		if r != nil {
+			if payload, err = replay.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := l.Append([][]byte{payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if err := os.MkdirAll(Layout(dir).Snapshots(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(Layout(dir).Snapshot(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Snapshot(3).Encode(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	e, err = Open(Config{DataDir: dir, Logger: quiet, Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+	if err == nil {
+		e.Close()
+		t.Fatal("boot accepted a log whose frame 2 does not decode")
+	}
+	if !strings.Contains(err.Error(), "wal index 2 record 0") {
+		t.Fatalf("boot refused with %v, want the WAL index of the bad record", err)
 	}
 }

@@ -1,6 +1,10 @@
 package replay
 
-import "maps"
+import (
+	"maps"
+
+	"github.com/orkwal/orkwal/replay/workflow"
+)
 
 // Interning: a run's strings and params repeat from run to run (its
 // workflow's name, the trigger, the statuses, its tasks' names, the
@@ -49,13 +53,22 @@ func (s *State) internParams(run *Run) map[string]string {
 	if len(p) == 0 {
 		return p
 	}
-	if run.Spec != nil && maps.Equal(p, run.Spec.Params) {
-		return run.Spec.Params
+	if defaults, ok := specParams(p, run.Spec); ok {
+		return defaults
 	}
 	if last := s.NewestRun(run.Workflow); last != nil && maps.Equal(p, last.Params) {
 		return last.Params
 	}
 	return p
+}
+
+// specParams returns spec's params, its defaults, when p equals them and
+// is not empty.
+func specParams(p map[string]string, spec *workflow.Spec) (map[string]string, bool) {
+	if len(p) > 0 && spec != nil && maps.Equal(p, spec.Params) {
+		return spec.Params, true
+	}
+	return p, false
 }
 
 // internTask points a restored task's name at its spec's, its status and

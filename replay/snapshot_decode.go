@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/orkwal/orkwal/replay/workflow"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -154,6 +156,11 @@ const minRunBytes = 17
 // DecodeMsgpack restores each run as it is decoded. orkwal writes Specs
 // before Runs, which the runs need; a body written otherwise has its runs
 // decoded whole, into the snapshot's Runs, and restored after.
+//
+// Each run is decoded into the same SnapRun, its tasks into the same
+// array and its params into the same map, which a run keeps only as its
+// workflow's defaults or a copy: a run as decoded costs no garbage but
+// its own strings and slices, which its restored run keeps.
 func (rs *runStream) DecodeMsgpack(dec *msgpack.Decoder) error {
 	snap := rs.snap
 	if len(snap.Specs) == 0 {
@@ -165,14 +172,31 @@ func (rs *runStream) DecodeMsgpack(dec *msgpack.Decoder) error {
 	}
 	rs.restorer = newRestorer(snap, int(min(int64(max(n, 0)), rs.n/minRunBytes)))
 	var sr SnapRun
+	params := map[string]string{}
 	for range n {
-		sr = SnapRun{} // what it holds, the run restored from it keeps
+		clear(params)
+		tasks := sr.Tasks[:cap(sr.Tasks)]
+		clear(tasks) // its slices were the last run's: msgpack would decode into them
+		sr = SnapRun{Params: params, Tasks: tasks[:0]}
 		if err := dec.Decode(&sr); err != nil {
 			return err
+		}
+		if defaults, ok := specParams(sr.Params, rs.specOf(&sr)); ok {
+			sr.Params = defaults
+		} else {
+			sr.Params = maps.Clone(sr.Params)
 		}
 		if rs.err = rs.restorer.add(&sr); rs.err != nil {
 			return rs.err
 		}
 	}
 	return nil
+}
+
+// specOf is the spec sr refers to, or nil.
+func (rs *runStream) specOf(sr *SnapRun) *workflow.Spec {
+	if sr.Spec < 0 || sr.Spec >= len(rs.snap.Specs) {
+		return nil
+	}
+	return rs.snap.Specs[sr.Spec].Spec
 }
