@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 
 	"github.com/orkwal/orkwal/replay"
@@ -11,8 +12,9 @@ import (
 // is parked behind it (see replay's ready queue), so a pass costs
 // O(log n) per task it looks at, not a scan of every waiting task.
 func (e *Engine) dispatch(now int64, out *turnOutput) {
-	picked, wake := e.pick(now, e.room())
+	picked, wake, waits := e.pick(now, e.room())
 	out.wake = wake
+	defer e.keepSlots(waits)
 	for _, t := range picked {
 		rec := &replay.TaskDispatched{TaskRef: replay.TaskRef{Run: t.Run.ID, Task: t.Index}, Attempt: t.Attempt + 1, At: now}
 		if err := e.state.Apply(rec); err != nil {
@@ -27,7 +29,7 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 		e.holdIfCrashed(s)
 		out.starts = append(out.starts, s)
 		e.attempts[s.job.TaskID] = s.att
-		e.slots.enter(s.att, now)
+		e.slots.enter(s.att)
 		e.armDeadlines(s.att, now)
 	}
 }
@@ -35,7 +37,7 @@ func (e *Engine) dispatch(now int64, out *turnOutput) {
 // room is how many ready tasks a dispatch pass may pick.
 type room struct {
 	free  int // below dispatchMax: any task the gate lets start
-	slots int // with a free slot for them: tasks that may not go ahead too
+	slots int // with a free slot for them (one kept for them included: see keepSlots): tasks that may not go ahead too
 	most  int // beyond free, up to most: tasks that go ahead and overtake (priority above floor)
 	floor int // the lowest priority waiting for a slot
 }
@@ -47,13 +49,18 @@ type room struct {
 // what is in flight stays under overtakeMax.
 func (e *Engine) room() room {
 	n := len(e.attempts)
-	r := room{free: e.dispatchMax() - n, slots: e.cfg.MaxConcurrent - n}
+	r := room{free: e.dispatchMax() - n, slots: e.slots.free()}
 	r.most = r.free
 	if floor, ok := e.slots.lowest(); ok {
 		r.most, r.floor = e.overtakeMax()-n, floor
 	}
 	return r
 }
+
+// overtakeMax is how many attempts may be in flight with those dispatched
+// ahead beyond dispatchMax because they overtake one waiting (see room):
+// as many again as aheadOf.
+func (e *Engine) overtakeMax() int { return e.dispatchMax() + aheadOf(e.cfg.MaxConcurrent) }
 
 // canOvertake tells whether, with dispatchMax in flight or more, the first
 // ready task may still be dispatched (see room): it would pass an attempt
@@ -84,15 +91,17 @@ func overtakes(t *replay.Task, floor int) bool { return t != nil && t.Priority()
 // released from a fan-out's concurrency and held by another gate releases
 // the next one (the room it was released for is still free).
 //
-// Beyond the first r.slots, it picks only tasks that may go ahead (see
-// slots) and stops at the first other one, which stays ready; beyond
+// A task that may not go ahead (see slots) it picks only if a slot is
+// free for it (r.slots, less the attempts picked or waiting that come
+// before it), and stops at the first other one, which stays ready; beyond
 // r.free, only while the heap's first has a priority above r.floor (the
 // heap gives no higher one after it; a run parked behind its workflow is
 // not looked at there: it waits for the next end to make room).
 //
-// It returns the picked tasks and the earliest not_before still to come
-// (0: none).
-func (e *Engine) pick(now int64, r room) (picked []*replay.Task, wake int64) {
+// It returns the picked tasks, the earliest not_before still to come
+// (0: none), and the task that may not go ahead at which it stopped
+// for want of a slot (nil: none).
+func (e *Engine) pick(now int64, r room) (picked []*replay.Task, wake int64, waits *replay.Task) {
 	st := e.state
 	g := newGate(e, now)
 	defer func() {
@@ -115,8 +124,9 @@ func (e *Engine) pick(now int64, r room) (picked []*replay.Task, wake int64) {
 		}
 		e.looked.Add(1)
 		held := g.holds(t)
-		if held == replay.GateNone && len(picked) >= r.slots && !goesAhead(t) {
+		if held == replay.GateNone && !goesAhead(t) && len(picked)+e.slots.before(t.Priority()) >= r.slots {
 			other = append(other, t) // waits for a free slot: the pass ends
+			waits = t
 			break
 		}
 		switch held {
@@ -140,7 +150,22 @@ func (e *Engine) pick(now int64, r room) (picked []*replay.Task, wake int64) {
 	for _, t := range other {
 		st.Requeue(t)
 	}
-	return picked, wake
+	return picked, wake, waits
+}
+
+// keepSlots keeps the slots that free for waits, a task that may not go
+// ahead and waits for one (nil: none), and any of its priority or higher:
+// none goes to a lower one waiting ahead, and the loop, woken by the end
+// that freed it (see slots.leave), dispatches waits into it. Every turn
+// sets it, after its dispatch pass or with none (a turn without one), so
+// a slot is kept only while the task it is kept for is the first that
+// waits. Loop goroutine.
+func (e *Engine) keepSlots(waits *replay.Task) {
+	bar := math.MinInt
+	if waits != nil {
+		bar = waits.Priority()
+	}
+	e.spawnAll(e.slots.keep(bar))
 }
 
 // heads are, for one dispatch pass, the first parked run of each class

@@ -178,11 +178,6 @@ func (e *Engine) canDispatch() bool {
 // many dispatched ahead (see slots).
 func (e *Engine) dispatchMax() int { return e.cfg.MaxConcurrent + aheadOf(e.cfg.MaxConcurrent) }
 
-// overtakeMax is how many attempts may be in flight with those dispatched
-// ahead beyond dispatchMax because they overtake one waiting (see room):
-// as many again as aheadOf.
-func (e *Engine) overtakeMax() int { return e.dispatchMax() + aheadOf(e.cfg.MaxConcurrent) }
-
 // turn decides and applies everything evs imply plus the dispatches that
 // fit, then makes them durable. See the package doc.
 func (e *Engine) turn(evs []event) *turnOutput {
@@ -222,6 +217,8 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	}
 	if e.canDispatch() || e.canOvertake(now, out) {
 		e.dispatch(now, out)
+	} else {
+		e.keepSlots(nil)
 	}
 	e.noticeRecords(out)
 	if e.poison.Load() == nil {
@@ -793,8 +790,8 @@ func (e *Engine) reporter(a *attempt) func(executors.Event) {
 			e.reportOf(a, ev)
 			return
 		}
-		next, waiting := e.slots.leave(a)
-		if waiting > aheadOf(e.cfg.MaxConcurrent)/2 {
+		next, quiet := e.slots.leave(a)
+		if quiet {
 			// Enough is durable and prepared for the slots: the loop
 			// need not wake for this end alone (see pushQuiet).
 			e.inbox.pushQuiet(event{exec: &ev}, e.startedDelay, e.startedNow)

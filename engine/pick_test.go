@@ -65,7 +65,7 @@ func TestPickMatchesScan(t *testing.T) {
 
 func pickMatchesScan(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	parked := &Engine{log: quiet, state: replay.New()}
+	parked := &Engine{log: quiet, state: replay.New(), slots: newSlots(1, &fakeClock{})} // none waits for a slot
 	scan := &Engine{log: quiet, state: replay.New()}
 	now := int64(time.Hour)
 	apply := func(r replay.Record) bool {
@@ -110,7 +110,7 @@ func pickMatchesScan(t *testing.T, seed uint64) {
 			inflight = stillInFlight(parked.state, inflight)
 		default: // a dispatch pass
 			free := 1 + rng.IntN(4)
-			got, _ := parked.pick(now, room{free: free, slots: free, most: free})
+			got, _, _ := parked.pick(now, room{free: free, slots: free, most: free})
 			want := scanPick(scan, newGate(scan, now), free)
 			if ids(got) != ids(want) {
 				t.Fatalf("seed %d step %d: parked picked %s, a scan %s", seed, step, ids(got), ids(want))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"sync"
 
@@ -19,7 +20,8 @@ import (
 // now is dispatched, its task_dispatched made durable and its files
 // prepared while every slot is in use, and it waits in the slots' queue.
 // Whoever sees a running process end (the executor's report, on its own
-// goroutine) gives its slot to the first attempt of the queue and spawns
+// goroutine) gives its slot to the first attempt of the queue (unless the
+// slot is kept for a task that may not go ahead: see keep) and spawns
 // it at once: no loop turn and no fsync lie between one process's exit
 // and the next one's spawn. The loop records the end and dispatches more
 // ahead in its next turn.
@@ -27,11 +29,14 @@ import (
 // The rules:
 //   - Only the process executor dispatches ahead, and never a task with a
 //     mutex (its holder would wait for a slot holding the key). Others are
-//     dispatched only while a slot is free for them (len(attempts) <
-//     MaxConcurrent), so they never wait in the queue; a pass that meets
-//     one it cannot dispatch stops there: nothing after it in dispatch
-//     order (priority, then creation) goes ahead of it. Those already
-//     waiting get their slots first.
+//     dispatched only while a slot is free for them (one not held, that
+//     no attempt waiting before them takes), so they never wait in the
+//     queue; a pass that meets one it cannot dispatch stops there:
+//     nothing after it in dispatch
+//     order (priority, then creation) goes ahead of it, and the slots that
+//     free are kept for it and those of its priority or higher (keep):
+//     none goes to a lower one waiting ahead, so it gets the first that
+//     frees after those waiting before it.
 //   - An attempt dispatched ahead counts against every gate (max_active_runs,
 //     concurrency, pools) as a dispatched attempt: it is one.
 //   - Slots are given by priority (the task's, highest first), then in
@@ -58,6 +63,7 @@ type slots struct {
 	max   int        // Config.MaxConcurrent
 	held  int        // attempts holding a slot (more than max only after a boot resumed deferred ones)
 	queue []*attempt // waiting for a slot: by priority (highest first), then in dispatch order
+	bar   int        // a slot that frees goes to no attempt of a lower priority (see keep); math.MinInt: none kept
 }
 
 // slotsLock is the slots' mutex. released, tests only, is called after
@@ -98,7 +104,7 @@ type spawnable struct {
 	prep executors.Prepared
 }
 
-func newSlots(max int, clock Clock) *slots { return &slots{max: max, clock: clock} }
+func newSlots(max int, clock Clock) *slots { return &slots{max: max, clock: clock, bar: math.MinInt} }
 
 // aheadOf is how many attempts the loop may dispatch ahead beyond the
 // slots: as many as there are slots, at least 32, which keeps every
@@ -124,18 +130,43 @@ func goesAhead(t *replay.Task) bool {
 // records it. Not for an executor whose work may go on deferred.
 func earlyRelease(spec *workflow.Task) bool { return spec.Executor == "process" }
 
-// enter gives a just dispatched attempt its ticket: a slot now if one is
-// free and nobody waits, else a place in the queue. now is the dispatch's
-// time. Loop goroutine.
-func (s *slots) enter(a *attempt, now int64) {
+// enter gives a just dispatched attempt its ticket: a place in the queue,
+// by its priority. The loop's keep, at the end of the dispatch pass,
+// gives the free slots in the queue's order (as may whoever frees one
+// meanwhile). Loop goroutine.
+func (s *slots) enter(a *attempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a.slot = &ticket{early: earlyRelease(a.spec)}
-	if s.held < s.max && len(s.queue) == 0 {
-		s.grant(a, now)
-		return
-	}
 	s.queue = slices.Insert(s.queue, s.place(a.spec.Priority), a)
+}
+
+// keep keeps the slots that free for attempts of priority bar or higher
+// (math.MinInt: for any), and gives the free slots to the first attempts
+// of the queue down to bar: a task that may not go ahead (see goesAhead)
+// and waits for a slot does not wait behind lower ones waiting ahead. The
+// loop sets it at every turn (see Engine.keepSlots). It returns the
+// attempts given a slot that are ready to spawn (the caller spawns them).
+func (s *slots) keep(bar int) []spawnable {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bar = bar
+	return s.handOut()
+}
+
+// free is how many slots are free (kept ones included).
+func (s *slots) free() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(s.max-s.held, 0)
+}
+
+// before is how many attempts wait with priority p or higher: those a
+// task of priority p dispatched now would wait behind.
+func (s *slots) before(p int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.place(p)
 }
 
 // place is where an attempt of priority p enters the queue: after every
@@ -214,27 +245,29 @@ func (s *slots) ready(a *attempt, prep executors.Prepared) readiness {
 
 // leave gives back a's slot, or takes it out of the queue, once: a ended.
 // It returns the attempts that got a slot and are ready to spawn (the
-// caller spawns them), and how many attempts still wait.
-func (s *slots) leave(a *attempt) ([]spawnable, int) {
+// caller spawns them), and whether the loop may learn of a's end late
+// (quiet): more than half the ahead queue's room still waits, and no
+// slot is free (none kept: see keep).
+func (s *slots) leave(a *attempt) (next []spawnable, quiet bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch t := a.slot; {
-	case t.state == slotLeft:
-		return nil, len(s.queue)
-	case t.state == slotHeld:
-		s.held--
-	default:
-		s.unqueue(a)
+	if t := a.slot; t.state != slotLeft {
+		if t.state == slotHeld {
+			s.held--
+		} else {
+			s.unqueue(a)
+		}
+		t.state, t.prep = slotLeft, nil
+		next = s.handOut()
 	}
-	a.slot.state, a.slot.prep = slotLeft, nil
-	return s.handOut(), len(s.queue)
+	return next, len(s.queue) > aheadOf(s.max)/2 && s.held >= s.max
 }
 
 // handOut gives free slots to the first attempts of the queue: the
-// highest priority, the earliest dispatched of it.
+// highest priority, the earliest dispatched of it; not below the bar.
 func (s *slots) handOut() []spawnable {
 	var out []spawnable
-	for s.held < s.max && len(s.queue) > 0 {
+	for s.held < s.max && len(s.queue) > 0 && s.queue[0].spec.Priority >= s.bar {
 		a := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -179,13 +180,14 @@ func TestAheadEqualPriorityKeepsDispatchOrder(t *testing.T) {
 func TestSlotsByPriorityThenDispatchOrder(t *testing.T) {
 	s := newSlots(1, &fakeClock{})
 	at := func(p int) *attempt { return &attempt{spec: &workflow.Task{Executor: "process", Priority: p}} }
-	s.enter(at(0), 1) // holds the slot
+	s.enter(at(0))
+	s.keep(math.MinInt) // it holds the slot
 	prios := []int{0, 5, 0, -3, 5, 3, 0, -3}
 	var entered []*attempt
 	for _, p := range prios {
 		a := at(p)
 		entered = append(entered, a)
-		s.enter(a, 1)
+		s.enter(a)
 	}
 	want := []int{1, 4, 5, 0, 2, 6, 3, 7} // indexes into entered
 	for i, w := range want {
@@ -193,5 +195,31 @@ func TestSlotsByPriorityThenDispatchOrder(t *testing.T) {
 		if got != entered[w] {
 			t.Fatalf("queue[%d] has priority %d; want entered[%d] (priority %d)", i, got.spec.Priority, w, prios[w])
 		}
+	}
+}
+
+// TestKeptSlotForTaskThatCannotGoAhead: a task that may not go ahead (not
+// a process: its slot is its own until the loop records its end) of
+// priority 10, ready while low t[1..4] wait ahead behind t[0], waits
+// pending for a free slot, and the slot t[0] frees is kept for it rather
+// than given to t[1]: it starts when t[0] exits, and t[1..4] after it.
+func TestKeptSlotForTaskThatCannotGoAhead(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openStopped(t, dir, m, 1)
+	e.cfg.Executors["noop"] = m // driven by the test, released by the loop as a noop
+	e.Start()
+	defer e.Close()
+	t0 := lowsAhead(t, e, m, 5, 4)
+	put(t, e, &workflow.Spec{Name: "urgent", Tasks: []*workflow.Task{{Name: "u", Executor: "noop", Priority: 10}}})
+	id := trigger(t, e, "urgent")
+	settle(t, e)
+	m.none()
+	if u := taskView(e, id, "u"); u.Status != "pending" || u.Ahead {
+		t.Fatalf("u is %s (ahead %v) while the slot is in use: want pending, not ahead", u.Status, u.Ahead)
+	}
+	got := runOneByOne(m, t0, 6, label)
+	if want := "low t[0], urgent u, low t[1], low t[2], low t[3], low t[4]"; got != want {
+		t.Fatalf("started %s\nwant    %s", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -391,9 +392,10 @@ func TestWithdrawEveryIsOneStep(t *testing.T) {
 	s := newSlots(1, &fakeClock{})
 	spec := &workflow.Task{Executor: "process"}
 	running, w1, w2 := &attempt{spec: spec}, &attempt{spec: spec}, &attempt{spec: spec}
-	s.enter(running, 1)
-	s.enter(w1, 1)
-	s.enter(w2, 1)
+	s.enter(running)
+	s.keep(math.MinInt) // running gets the slot
+	s.enter(w1)
+	s.enter(w2)
 	s.ready(w1, fakePrepared{})
 	s.ready(w2, fakePrepared{})
 	var began, exited bool
