@@ -85,8 +85,9 @@ func (e *Engine) canOvertake(now int64, out *turnOutput) bool {
 func overtakes(t *replay.Task, floor int) bool { return t != nil && t.Priority() > floor }
 
 // pick takes the ready tasks that pass the gate, in dispatch order, as
-// many as r has room for, and parks each one it holds. Runs parked behind their workflow
-// compete through their class's first run (see heads): it is released
+// many as r has room for, and parks each one it holds. Runs parked
+// behind their workflow compete through their class's first run (see
+// heads): it is released
 // into the heap when it comes first and the gate lets it start. A task
 // released from a fan-out's concurrency and held by another gate releases
 // the next one (the room it was released for is still free).

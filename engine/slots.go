@@ -32,11 +32,11 @@ import (
 //     dispatched only while a slot is free for them (one not held, that
 //     no attempt waiting before them takes), so they never wait in the
 //     queue; a pass that meets one it cannot dispatch stops there:
-//     nothing after it in dispatch
-//     order (priority, then creation) goes ahead of it, and the slots that
-//     free are kept for it and those of its priority or higher (keep):
-//     none goes to a lower one waiting ahead, so it gets the first that
-//     frees after those waiting before it.
+//     nothing after it in dispatch order (priority, then creation) goes
+//     ahead of it, and the slots that free are kept for it and those of
+//     its priority or higher (keep): none goes to a lower one waiting
+//     ahead, so it gets the first that frees after those waiting before
+//     it.
 //   - An attempt dispatched ahead counts against every gate (max_active_runs,
 //     concurrency, pools) as a dispatched attempt: it is one.
 //   - Slots are given by priority (the task's, highest first), then in
