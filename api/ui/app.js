@@ -31,6 +31,35 @@ const h = (tag, attrs, ...kids) => build(document.createElement(tag), attrs, kid
 const svg = (tag, attrs, ...kids) => build(document.createElementNS(SVGNS, tag), attrs, kids);
 const $ = (sel, el = document) => el.querySelector(sel);
 
+// redraw replaces el's children, keeping the keyboard's place: when the
+// focused element was among them, the element that stands for the same
+// thing afterwards (same id, or the same place in the row or node of the
+// same task, attempt, run or workflow) gets the focus, without scrolling.
+// Nothing focused, or the thing gone, leaves the focus alone.
+function redraw(el, ...kids) {
+  const mark = focusMark(document.activeElement);
+  el.replaceChildren(...kids);
+  if (!mark || (document.activeElement && document.activeElement !== document.body)) return;
+  let to = document.querySelector(mark.sel);
+  if (to && mark.inner) to = to.querySelectorAll(mark.inner)[mark.i];
+  if (to) to.focus({ preventScroll: true });
+}
+
+const KEYS = ['data-task', 'data-attempt', 'data-run', 'data-workflow', 'data-version'];
+
+// focusMark names the focused element by what it stands for: its id, else
+// the keyed row or node holding it (within the nearest element with an
+// id) and its place there among the elements of its kind; null if none.
+function focusMark(el) {
+  if (!el || el === document.body || !$('#main').contains(el)) return null;
+  if (el.id) return { sel: '#' + CSS.escape(el.id) };
+  const row = el.closest(KEYS.map((k) => `[${k}]`).join(','));
+  if (!row) return null;
+  const key = KEYS.find((k) => row.hasAttribute(k)), scope = row.parentElement.closest('[id]');
+  const sel = (scope ? '#' + CSS.escape(scope.id) + ' ' : '') + `${row.localName}[${key}="${CSS.escape(row.getAttribute(key))}"]`;
+  return row === el ? { sel } : { sel, inner: el.localName, i: [...row.querySelectorAll(el.localName)].indexOf(el) };
+}
+
 function badge(status) {
   return h('span', { class: 'badge s-' + status, 'data-status': status }, (ICON[status] || '•') + ' ' + status);
 }
@@ -270,7 +299,7 @@ const pageWorkflows = catching(async () => {
     const needle = search.value.trim().toLowerCase();
     const rows = wfs.filter((w) => !needle || w.name.toLowerCase().includes(needle) || (w.description || '').toLowerCase().includes(needle))
       .map((w) => workflowRow(w, sum[w.name], load, msg));
-    tbody.replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, wfs.length ? 'No workflow matches.' : 'No workflows yet: start the daemon with --workflows DIR, or orkwal apply FILE.'))]));
+    redraw(tbody, ...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, wfs.length ? 'No workflow matches.' : 'No workflows yet: start the daemon with --workflows DIR, or orkwal apply FILE.'))]));
   };
   const load = catching(async () => {
     const [a, b, hz] = await Promise.all([api('/workflows'), api('/summary'), api('/healthz').catch(() => null)]);
@@ -391,10 +420,10 @@ const pageRuns = catching(async () => {
     const p = new URLSearchParams({ limit: '50' });
     for (const k of ['workflow', 'status', 'since', 'cursor']) if (cur[k]) p.set(k, cur[k]);
     const r = await api('/runs?' + p);
-    tbody.replaceChildren(...(r.body.length ? r.body.map(runRow) : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No runs match.'))]));
+    redraw(tbody, ...(r.body.length ? r.body.map(runRow) : [h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No runs match.'))]));
     const next = r.headers.get('X-Next-Cursor');
-    pager.replaceChildren(
-      cur.cursor ? h('a', { href: '#', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: '' }, true); load(); } }, '« Newest') : '',
+    redraw(pager,
+      cur.cursor ? h('a', { href: '#', id: 'newest', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: '' }, true); load(); } }, '« Newest') : '',
       next ? h('a', { href: '#', id: 'older', onclick: (e) => { e.preventDefault(); setQuery({ ...cur, cursor: next }, true); load(); } }, 'Older »') : '');
     drawn();
   });
@@ -458,14 +487,14 @@ const pageRun = catching(async (id) => {
     if (st.fanout && (st.fanout + '/' + st.page !== was || (k && !taskOf(st, key)))) loadInstances();
   };
   const turn = (page) => { st.page = page; loadInstances(); };
-  const drawGraph = () => dag.replaceChildren(drawDAG(runNodes(st.run, st.counts), st.sel, pick));
-  const drawTimeline = () => gantt.replaceChildren(drawGantt(st.run, pick));
-  const drawInstances = () => inst.replaceChildren(st.fanout ? instanceList(st, pick, turn) : '');
+  const drawGraph = () => redraw(dag, drawDAG(runNodes(st.run, st.counts), st.sel, pick));
+  const drawTimeline = () => redraw(gantt, drawGantt(st.run, pick));
+  const drawInstances = () => redraw(inst, st.fanout ? instanceList(st, pick, turn) : '');
   const draw = () => {
     const r = st.run;
-    head.replaceChildren(h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
-      h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
-    facts.replaceChildren(runFacts(r, st.wfGone), runActions(r, msg, load));
+    redraw(head, h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
+      h('a', { id: 'run-workflow', href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
+    redraw(facts, runFacts(r, st.wfGone), runActions(r, msg, load));
     drawGraph();
     drawInstances();
     drawTimeline();
@@ -708,7 +737,7 @@ function drawAttempts(t, open) {
 // the log of the chosen attempt, followed live while it runs.
 function drawPanel(st, panel) {
   const t = taskOf(st, st.sel);
-  if (!t) { stopLog(st); panel.replaceChildren(st.sel ? '' : h('p', { class: 'muted' }, 'Select a task in the graph to see its attempts and logs.')); return; }
+  if (!t) { stopLog(st); redraw(panel, st.sel ? '' : h('p', { class: 'muted' }, 'Select a task in the graph to see its attempts and logs.')); return; }
   const spec = st.wf && st.wf.version === st.run.version ? (st.wf.tasks || []).find((x) => x.name === t.task) : null;
   const attempt = st.log && st.log.task === t.name ? st.log.attempt : t.attempt;
   const inFlight = ['dispatched', 'running'].includes(t.status);
@@ -727,7 +756,7 @@ function drawPanel(st, panel) {
     t.item != null ? [h('dt', {}, 'Item'), h('dd', { class: 'mono' }, JSON.stringify(t.item))] : '',
   ];
   const logBox = st.log && st.log.task === t.name && st.log.el ? st.log.el : h('pre', { class: 'log', id: 'log' });
-  panel.replaceChildren(h('div', { class: 'panel', id: 'task' },
+  redraw(panel, h('div', { class: 'panel', id: 'task' },
     h('h2', {}, 'Task ', h('span', { class: 'mono', id: 'task-name' }, t.name), ' ', badge(t.status)),
     h('div', { class: 'grid' },
       h('div', {},
@@ -821,7 +850,7 @@ const pageWorkflow = catching(async (name) => {
   // current one from the workflow itself).
   const showVersion = catching(async () => {
     const v = wanted();
-    versions.replaceChildren(...versionRows());
+    redraw(versions, ...versionRows());
     let d = v === String(wf.version) ? { version: wf.version, current: true, tasks: wf.tasks, source: wf.source, applied_at: wf.updated_at } : details.get(v);
     if (!d) {
       try { d = (await api(`${base}/versions/${encodeURIComponent(v)}`)).body; details.set(v, d); } catch (err) {
@@ -839,7 +868,7 @@ const pageWorkflow = catching(async (name) => {
       h('pre', { id: 'source', 'data-version': d.version }, d.source || '(applied without its YAML source)'));
   });
   const runsBody = h('tbody');
-  const drawRuns = (runs) => runsBody.replaceChildren(...(runs.length ? runs.map(runRow) : [h('tr', {}, h('td', { class: 'muted' }, 'no runs yet'))]));
+  const drawRuns = (runs) => redraw(runsBody, ...(runs.length ? runs.map(runRow) : [h('tr', {}, h('td', { class: 'muted' }, 'no runs yet'))]));
   const schedule = h('dd', { id: 'schedule' });
   const drawSchedule = () => {
     const sched = wf.schedule;
@@ -855,7 +884,7 @@ const pageWorkflow = catching(async (name) => {
     const sched = wf.schedule;
     drawRuns(runs.body);
     drawSchedule();
-    body.replaceChildren(
+    redraw(body,
       h('h1', {}, 'Workflow ', wf.name, ' ', h('span', { class: 'muted' }, 'v' + wf.version)),
       wf.description ? h('p', {}, wf.description) : '',
       h('div', { class: 'actions' }, h('button', { class: 'primary', onclick: () => triggerDialog(wf) }, 'Trigger…'), sched ? pauseButton(wf, load, msg) : '',
