@@ -66,7 +66,10 @@ func checkHeader(hdr []byte, size int64) (snapHeader, error) {
 // is decoded (restorer), so that neither the file's bytes nor its runs
 // as decoded are ever held at once beside the state: a boot's peak memory
 // is about the state's (issue 27). The decoded bytes are summed again, and
-// must be those checked.
+// must be those checked: until they are known to be, what they say is
+// judged by their sum first (a file written again in place between the
+// passes reads as ErrSnapshotChecksum, whatever its decoding made of it),
+// and the state is finished (its derived structures built) only then.
 func ReadSnapshot(r io.ReaderAt, size int64) (*State, uint64, error) {
 	hdr := make([]byte, snapshotHeader)
 	if _, err := r.ReadAt(hdr, 0); err != nil {
@@ -84,15 +87,19 @@ func ReadSnapshot(r io.ReaderAt, size int64) (*State, uint64, error) {
 	}
 	sum := xxhash.New()
 	body := io.TeeReader(io.NewSectionReader(r, snapshotHeader, h.n), sum)
-	st, err := decodeBody(bufio.NewReaderSize(body, 64<<10), h.n)
-	if err != nil {
-		return nil, 0, err
-	}
+	rs, decErr := decodeBody(bufio.NewReaderSize(body, 64<<10), h.n)
 	if _, err := io.Copy(io.Discard, body); err != nil {
 		return nil, 0, fmt.Errorf("replay: read snapshot: %w", err)
 	}
 	if sum.Sum64() != h.sum {
-		return nil, 0, ErrSnapshotChecksum
+		return nil, 0, fmt.Errorf("%w (the file changed after its check)", ErrSnapshotChecksum)
+	}
+	if decErr != nil {
+		return nil, 0, decErr
+	}
+	st, err := rs.finish()
+	if err != nil {
+		return nil, 0, err
 	}
 	return st, h.index, nil
 }
@@ -109,8 +116,17 @@ func checkSum(body io.Reader, want uint64) error {
 	return nil
 }
 
-// decodeBody decodes a snapshot's body of n bytes from r into a State.
-func decodeBody(r io.Reader, n int64) (*State, error) {
+// decodeBody decodes a snapshot's body of n bytes from r into a
+// restorer holding its runs, to be finished once the bytes it read are
+// known to be those checked. Until then they may be anything (a file
+// written again between the passes): a panic in their decoding is
+// returned as an error, which their sum then replaces.
+func decodeBody(r io.Reader, n int64) (rs *restorer, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rs, err = nil, fmt.Errorf("replay: decode snapshot: %v", p)
+		}
+	}()
 	body := &streamedSnapshot{}
 	body.Runs = runStream{snap: &body.Snapshot, n: n}
 	if err := msgpack.NewDecoder(r).Decode(body); err != nil {
@@ -120,7 +136,7 @@ func decodeBody(r io.Reader, n int64) (*State, error) {
 		return nil, fmt.Errorf("replay: decode snapshot: %w", err)
 	}
 	snap := &body.Snapshot
-	rs := body.Runs.restorer
+	rs = body.Runs.restorer
 	if rs == nil { // no runs, or their runs came before the specs
 		rs = newRestorer(snap, len(snap.Runs))
 	}
@@ -129,7 +145,7 @@ func decodeBody(r io.Reader, n int64) (*State, error) {
 			return nil, err
 		}
 	}
-	return rs.finish()
+	return rs, nil
 }
 
 // streamedSnapshot is a Snapshot whose body msgpack decodes as it does a

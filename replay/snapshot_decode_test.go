@@ -137,3 +137,47 @@ func (r *changingReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// TestReadSnapshotChangedIntoNonsense: a file rewritten in place between
+// ReadSnapshot's two passes (cp over it, as an operator restoring a backup
+// does: the same inode, truncated and written again) gives its decoding
+// bytes that were never checked. They may say anything a checksum would
+// have refused (here: a run's workflow definition that is nil); the read
+// must refuse them with ErrSnapshotChecksum, never panic, and restore no
+// state from them.
+func TestReadSnapshotChangedIntoNonsense(t *testing.T) {
+	data, _ := snapshotOfRuns(t)
+	var m map[string]any
+	if err := msgpack.Unmarshal(data[snapshotHeader:], &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range m["Specs"].([]any) {
+		sp.(map[string]any)["Spec"] = nil
+	}
+	var enc bytes.Buffer
+	e := msgpack.NewEncoder(&enc)
+	e.SetSortMapKeys(true)
+	if err := e.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	body := enc.Bytes()
+	if len(body) > len(data)-snapshotHeader {
+		t.Fatalf("the nonsense body (%d bytes) must fit in the file's (%d)", len(body), len(data)-snapshotHeader)
+	}
+	after := append(append([]byte(nil), data[:snapshotHeader]...), body...)
+	after = append(after, make([]byte, len(data)-len(after))...) // msgpack stops at the body's end
+	r := &changingReader{before: data, after: after}
+	var st *State
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("ReadSnapshot panicked on bytes changed after their check: %v", p)
+			}
+		}()
+		st, _, err = ReadSnapshot(r, int64(len(data)))
+	}()
+	if !errors.Is(err, ErrSnapshotChecksum) || st != nil {
+		t.Fatalf("changed into nonsense between check and decoding: state %v, %v; want no state, %v", st != nil, err, ErrSnapshotChecksum)
+	}
+}
