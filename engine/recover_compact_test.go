@@ -101,16 +101,8 @@ func TestCrashDuringCompactionLeaksNoRunFolders(t *testing.T) {
 // restores the snapshot, issue 27).
 func TestBootChecksTheFramesItsSnapshotCovers(t *testing.T) {
 	dir := t.TempDir()
-	e, err := Open(Config{DataDir: dir, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-	l, err := wal.Open(Layout(dir).WAL(), wal.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "t", Executor: "noop"}}}
+	l, spec := emptyLog(t, dir)
+	var err error
 	st := replay.New()
 	for _, r := range []replay.Record{&replay.WorkflowPut{Spec: spec, At: 1}, nil, &replay.RunCreated{ID: "r1", Workflow: "w", Version: 1, At: 2}} {
 		payload := []byte{0xee} // no record of that kind: it does not decode
@@ -138,7 +130,7 @@ func TestBootChecksTheFramesItsSnapshotCovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	e, err = Open(Config{DataDir: dir, Logger: quiet, Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+	e, err := Open(Config{DataDir: dir, Logger: quiet, Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
 	if err == nil {
 		e.Close()
 		t.Fatal("boot accepted a log whose frame 2 does not decode")
@@ -146,4 +138,101 @@ func TestBootChecksTheFramesItsSnapshotCovers(t *testing.T) {
 	if !strings.Contains(err.Error(), "wal index 2 record 0") {
 		t.Fatalf("boot refused with %v, want the WAL index of the bad record", err)
 	}
+}
+
+// TestBootPastABadNewestSnapshot: the frames boot checks before it
+// restores (up to the newest snapshot's index) are not all it applies
+// when that snapshot does not load: it falls back to the older one and
+// applies every frame after that one's index, those the bad snapshot
+// covered included. A good log boots to the whole log's state; a frame
+// between the two snapshots that does not decode refuses the boot, named
+// by its WAL index, as it did when boot restored the snapshot first.
+func TestBootPastABadNewestSnapshot(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		badAt   uint64 // the frame that does not decode, or 0
+		wantErr string
+	}{
+		{"good log", 0, ""},
+		{"bad frame the bad snapshot covers", 3, "wal index 3 record 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, spec := emptyLog(t, dir)
+			st := replay.New()
+			snaps := map[uint64][]byte{}
+			for i, r := range []replay.Record{&replay.WorkflowPut{Spec: spec, At: 1},
+				&replay.RunCreated{ID: "r1", Workflow: "w", Version: 1, At: 2},
+				&replay.RunCreated{ID: "r2", Workflow: "w", Version: 1, At: 3},
+				&replay.RunCreated{ID: "r3", Workflow: "w", Version: 1, At: 4}} {
+				index := uint64(i + 1)
+				payload, err := replay.Encode(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Apply(r); err != nil {
+					t.Fatal(err)
+				}
+				if index == c.badAt {
+					payload = []byte{0xee} // no record of that kind: it does not decode
+				}
+				if _, err := l.Append([][]byte{payload}); err != nil {
+					t.Fatal(err)
+				}
+				if index == 2 || index == 4 {
+					var buf strings.Builder
+					if err := st.Snapshot(index).Encode(&buf); err != nil {
+						t.Fatal(err)
+					}
+					snaps[index] = []byte(buf.String())
+				}
+			}
+			l.Close()
+			snaps[4][len(snaps[4])-1] ^= 1 // the newest does not load: its checksum fails
+			if err := os.MkdirAll(Layout(dir).Snapshots(), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for index, data := range snaps {
+				if err := os.WriteFile(Layout(dir).Snapshot(index), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e, err := Open(Config{DataDir: dir, Logger: quiet, Executors: map[string]executors.Executor{"noop": executors.Noop{}}})
+			if c.wantErr != "" {
+				if err == nil {
+					e.Close()
+					t.Fatalf("boot accepted a log whose frame %d does not decode", c.badAt)
+				}
+				if !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("boot refused with %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			for _, id := range []string{"r1", "r2", "r3"} {
+				if _, err := e.Run(id); err != nil {
+					t.Errorf("run %s after booting past the bad snapshot: %v", id, err)
+				}
+			}
+		})
+	}
+}
+
+// emptyLog is the open log of a new data folder dir (made by a boot), and
+// a workflow of one noop task to write into it.
+func emptyLog(t *testing.T, dir string) (*wal.Log, *workflow.Spec) {
+	t.Helper()
+	e, err := Open(Config{DataDir: dir, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	l, err := wal.Open(Layout(dir).WAL(), wal.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, &workflow.Spec{Name: "w", Tasks: []*workflow.Task{{Name: "t", Executor: "noop"}}}
 }
