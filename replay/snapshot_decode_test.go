@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -179,5 +181,43 @@ func TestReadSnapshotChangedIntoNonsense(t *testing.T) {
 	}()
 	if !errors.Is(err, ErrSnapshotChecksum) || st != nil {
 		t.Fatalf("changed into nonsense between check and decoding: state %v, %v; want no state, %v", st != nil, err, ErrSnapshotChecksum)
+	}
+}
+
+// TestReadSnapshotRunsKeepTheirOwnParams: ReadSnapshot decodes every run
+// into one params map and one task array (6bea000); a run keeps its
+// workflow's defaults, the newest earlier run's equal params, or a map of
+// its own, never the one decoding reuses: runs with params of their own
+// each hold them, in maps no other run holds, and the workflow's
+// defaults are left as they were.
+func TestReadSnapshotRunsKeepTheirOwnParams(t *testing.T) {
+	spec := diamond()
+	spec.Params = map[string]string{"k": "default"}
+	s := New()
+	mustApply(t, s, &WorkflowPut{Spec: spec, At: 1})
+	want := []string{"a", "b", "default", "b", "c"}
+	for i, v := range want {
+		mustApply(t, s, &RunCreated{ID: fmt.Sprintf("run-%d", i), Workflow: "diamond", Version: 1,
+			Params: map[string]string{"k": v}, At: int64(2 + i)})
+	}
+	data := encodeSnap(t, s.Snapshot(uint64(1+len(want))))
+	st, _, err := ReadSnapshot(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[uintptr]string{}
+	for i, v := range want {
+		run := st.Runs[fmt.Sprintf("run-%d", i)]
+		if got := run.Params["k"]; got != v || len(run.Params) != 1 {
+			t.Fatalf("run %d: params %v, want k=%s", i, run.Params, v)
+		}
+		p := reflect.ValueOf(run.Params).Pointer()
+		if other, ok := held[p]; ok && other != v {
+			t.Errorf("run %d (k=%s) shares its params map with a run whose k=%s", i, v, other)
+		}
+		held[p] = v
+	}
+	if got := st.Workflows["diamond"].Spec.Params; len(got) != 1 || got["k"] != "default" {
+		t.Errorf("the workflow's defaults after the read: %v", got)
 	}
 }
