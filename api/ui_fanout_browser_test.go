@@ -151,3 +151,30 @@ func TestBrowserFanOutListFetchedOnceOnOpen(t *testing.T) {
 		t.Fatalf("the page read %q, want %q: the first page of instances once, with the run", seen, want)
 	}
 }
+
+// TestBrowserFanOutListWithoutTheStream: a run page opened with a
+// fan-out's list shown waits on its stream's opening to fetch the list;
+// when the stream fails instead (here /events answers 503 every time), the
+// page reads the run and the list at once rather than showing
+// "250, loading…" for as long as the stream stays down.
+func TestBrowserFanOutListWithoutTheStream(t *testing.T) {
+	d := startDaemonWrapped(t, func(api http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/events" {
+				http.Error(w, "no stream here", http.StatusServiceUnavailable)
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	})
+	d.put(wfFanWide)
+	id := d.trigger("fanwide")
+	ctx := browse(t)
+	if err := d.eng.WaitRunEnd(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(d.url("/ui/runs/"+id+"?task=each")),
+		chromedp.WaitVisible(css(`#live.off`)),
+		until(`document.querySelector("#inst-where").textContent === "(1–100 of 250)"`),
+		chromedp.WaitVisible(css(`#instances tr[data-task="each[0]"]`)))
+}

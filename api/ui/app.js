@@ -134,23 +134,28 @@ function showLogin(message) {
 
 // ---- live updates
 
-// live follows /events with query, calling onEvent for each event and
-// onReset when the page must reload everything (a reset event, or a
-// stream the browser gave up on and that is opened anew).
 // drawn marks when the page first shows its data (performance mark
 // orkwal-drawn: the benchmark's "usable").
 function drawn() {
   if (!performance.getEntriesByName('orkwal-drawn').length) performance.mark('orkwal-drawn');
 }
 
+// live follows /events with query, calling onEvent for each event and
+// onReset when the page must reload everything (a reset event, or a
+// stream the browser gave up on and that is opened anew); reloadOnOpen:
+// the page's data came with it, and what changed since is read once the
+// stream is open.
 function live(query, onEvent, onReset, reloadOnOpen) {
   const el = $('#live');
   const seen = window.orkwalEvents = []; // the ids received, latest 10,000 at most (tests, debugging)
   let es = null;
+  // waiting: the page waits on the stream's first opening for its reload;
+  // a stream that fails first reloads it at once (and again when it opens).
+  let waiting = !!reloadOnOpen;
   const set = (on, text) => { el.textContent = text; el.className = 'live ' + (on ? 'on' : 'off'); };
   const open = (again) => {
     es = new EventSource('/events' + query);
-    es.onopen = () => { set(true, 'live'); if (again) { again = false; onReset(); } };
+    es.onopen = () => { set(true, 'live'); waiting = false; if (again) { again = false; onReset(); } };
     es.onmessage = (m) => {
       let ev;
       try { ev = JSON.parse(m.data); } catch (e) { return; }
@@ -161,6 +166,7 @@ function live(query, onEvent, onReset, reloadOnOpen) {
     es.addEventListener('reset', () => onReset());
     es.onerror = () => {
       set(false, 'reconnecting…');
+      if (waiting) { waiting = false; onReset(); }
       if (es.readyState === EventSource.CLOSED) setTimeout(() => open(true), 2000);
     };
   };
