@@ -178,3 +178,24 @@ func TestBrowserFanOutListWithoutTheStream(t *testing.T) {
 		until(`document.querySelector("#inst-where").textContent === "(1–100 of 250)"`),
 		chromedp.WaitVisible(css(`#instances tr[data-task="each[0]"]`)))
 }
+
+// TestBrowserFanOutPanelPointsToItsInstances: a fan-out picked in the
+// graph has no attempt of its own (its instances have them); its task
+// panel says so and points to the instances rather than "no attempt yet",
+// which read as if nothing had run.
+func TestBrowserFanOutPanelPointsToItsInstances(t *testing.T) {
+	d := startDaemon(t)
+	d.put(wfFanWide)
+	id := d.trigger("fanwide")
+	ctx := browse(t)
+	if err := d.eng.WaitRunEnd(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(d.url("/ui/runs/"+id+"?task=each")),
+		chromedp.WaitVisible(css(`#task-name`)))
+	for _, sel := range []string{"#attempts", "#task-attempts"} {
+		if text := value[string](t, ctx, `document.querySelector("`+sel+`").textContent`); !strings.Contains(text, "pick one of its 250 instances") {
+			t.Errorf("%s of the fan-out's panel reads %q, want it to point to its instances", sel, text)
+		}
+	}
+}

@@ -728,10 +728,11 @@ function attemptsOf(t) {
   return out;
 }
 
-// drawAttempts is the task panel's table of attempts; a row opens its log.
-function drawAttempts(t, open) {
+// drawAttempts is the task panel's table of attempts (none: what it says
+// without any); a row opens its log.
+function drawAttempts(t, none, open) {
   const rows = attemptsOf(t);
-  if (!rows.length) return h('p', { class: 'muted' }, 'no attempt yet');
+  if (!rows.length) return h('p', { class: 'muted' }, none);
   return h('table', { id: 'attempt-list' }, h('thead', {}, h('tr', {}, ['#', 'Status', 'Start', 'End', 'Duration', 'Exit / error'].map((c) => h('th', {}, c)))),
     h('tbody', {}, rows.map((a) => h('tr', { 'data-attempt': a.attempt, 'data-status': a.status, onclick: () => open(a.attempt) },
       h('td', {}, a.attempt), h('td', {}, badge(a.status)), h('td', {}, fmtTime(a.start)), h('td', {}, a.end ? fmtTime(a.end) : '—'),
@@ -762,14 +763,16 @@ function drawPanel(st, panel) {
     t.item != null ? [h('dt', {}, 'Item'), h('dd', { class: 'mono' }, JSON.stringify(t.item))] : '',
   ];
   const logBox = st.log && st.log.task === t.name && st.log.el ? st.log.el : h('pre', { class: 'log', id: 'log' });
+  // A fan-out has no attempt of its own: its instances have them.
+  const none = isFanout(t) ? `a fan-out: pick one of its ${total(fanCounts(t, st.counts) || {})} instances for its attempts and log` : 'no attempt yet';
   redraw(panel, h('div', { class: 'panel', id: 'task' },
     h('h2', {}, 'Task ', h('span', { class: 'mono', id: 'task-name' }, t.name), ' ', badge(t.status)),
     h('div', { class: 'grid' },
       h('div', {},
-        h('h3', {}, 'Log'), h('div', { class: 'chips', id: 'attempts' }, attempts.length ? attempts : h('span', { class: 'muted' }, 'no attempt yet')),
+        h('h3', {}, 'Log'), h('div', { class: 'chips', id: 'attempts' }, attempts.length ? attempts : h('span', { class: 'muted' }, none)),
         h('div', { class: 'muted', id: 'log-state' }, st.log && st.log.task === t.name ? st.log.state : ''), logBox),
       h('div', {},
-        h('h3', {}, 'Attempts'), drawAttempts(t, (i) => { stopLog(st); openLog(st, t, i, panel); }),
+        h('h3', {}, 'Attempts'), h('div', { id: 'task-attempts' }, drawAttempts(t, none, (i) => { stopLog(st); openLog(st, t, i, panel); })),
         h('h3', {}, 'Now'), h('dl', { class: 'facts' }, latest),
         h('h3', {}, 'Inputs'), t.inputs ? h('pre', { id: 'inputs' }, JSON.stringify(t.inputs, null, 2))
           : spec && spec.inputs ? [h('p', { class: 'muted' }, 'declared (resolved once dispatched):'), h('pre', {}, JSON.stringify(spec.inputs, null, 2))]
