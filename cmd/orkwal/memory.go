@@ -57,9 +57,9 @@ func newSettler(eng *engine.Engine) *settler {
 
 // run applies the policy until done is closed. Boot counts as growth: the
 // first quiet after it returns what the replay left (above the floor).
-// Idle, it waits on the
-// engine's next commit and wakes for nothing else; busy, it reads the turn
-// counter once per quiet interval: its cost never grows with the backlog.
+// Idle, it waits on the engine's next commit and wakes for nothing else;
+// busy, it reads the turn counter once per quiet interval: its cost never
+// grows with the backlog.
 func (s *settler) run(done <-chan struct{}) {
 	var base uint64 // resident heap after the last return, or the least seen since
 	for {
