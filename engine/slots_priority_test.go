@@ -223,3 +223,32 @@ func TestKeptSlotForTaskThatCannotGoAhead(t *testing.T) {
 		t.Fatalf("started %s\nwant    %s", got, want)
 	}
 }
+
+// TestKeptSlotLetGoWhenItsTaskIsCancelled: the slots kept for a task that
+// may not go ahead are kept only while it waits: with urgent u (priority
+// 10, not a process) pending for the slot low t[0] holds and t[1..4]
+// waiting ahead, u's run is cancelled; when t[0] exits its slot goes to
+// t[1], not kept for a task that is gone.
+func TestKeptSlotLetGoWhenItsTaskIsCancelled(t *testing.T) {
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openStopped(t, dir, m, 1)
+	e.cfg.Executors["noop"] = m
+	e.Start()
+	defer e.Close()
+	t0 := lowsAhead(t, e, m, 5, 4)
+	put(t, e, &workflow.Spec{Name: "urgent", Tasks: []*workflow.Task{{Name: "u", Executor: "noop", Priority: 10}}})
+	id := trigger(t, e, "urgent")
+	settle(t, e)
+	if _, err := e.CancelRun(id); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, e)
+	m.none()
+	if got, want := runOneByOne(m, t0, 5, label), "low t[0], low t[1], low t[2], low t[3], low t[4]"; got != want {
+		t.Fatalf("started %s\nwant    %s", got, want)
+	}
+	if u := taskView(e, id, "u"); u.Status != "cancelled" {
+		t.Fatalf("u is %s: want cancelled", u.Status)
+	}
+}
