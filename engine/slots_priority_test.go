@@ -43,6 +43,22 @@ func runOneByOne(m *manual, running executors.Job, n int, of func(executors.Job)
 	return strings.Join(order, ", ")
 }
 
+// oneSlot opens an engine of one slot (the caller closes it) whose
+// process executor is m, driven by the test; with noop, its noop
+// executor too (a task that may not go ahead: the loop releases its slot
+// when it records its end, as a noop's).
+func oneSlot(t *testing.T, noop bool) (*Engine, *manual) {
+	t.Helper()
+	dir := t.TempDir()
+	m := newManual(t, dir)
+	e := openStopped(t, dir, m, 1)
+	if noop {
+		e.cfg.Executors["noop"] = m
+	}
+	e.Start()
+	return e, m
+}
+
 // lowsAhead starts lows(n) on e (one slot): t[0] runs, the others wait
 // ahead (up to the ahead bound). It returns t[0]'s job.
 func lowsAhead(t *testing.T, e *Engine, m *manual, n, ahead int) executors.Job {
@@ -74,9 +90,7 @@ func bothWays(t *testing.T, name string, f func(*testing.T, bool)) {
 }
 
 func lateIntoQueue(t *testing.T, upstream bool) {
-	dir := t.TempDir()
-	m := newManual(t, dir)
-	e := openEngine(t, dir, m, 1)
+	e, m := oneSlot(t, false)
 	defer e.Close()
 	high := prioritized("high", 10)
 	var t0 executors.Job
@@ -115,9 +129,7 @@ func lateIntoQueue(t *testing.T, upstream bool) {
 func TestAheadFullLatePriorityTakesNextSlot(t *testing.T) { bothWays(t, "delayed", lateIntoFullQueue) }
 
 func lateIntoFullQueue(t *testing.T, delayed bool) {
-	dir := t.TempDir()
-	m := newManual(t, dir)
-	e := openEngine(t, dir, m, 1)
+	e, m := oneSlot(t, false)
 	defer e.Close()
 	high := prioritized("high", 10)
 	if delayed {
@@ -156,9 +168,7 @@ func fullQueueThenHigh(t *testing.T, e *Engine, m *manual, t0 executors.Job) {
 // (priority 10) dispatched ahead in that order, the slot goes to high's
 // first run, its second, t[1..4], then other.
 func TestAheadEqualPriorityKeepsDispatchOrder(t *testing.T) {
-	dir := t.TempDir()
-	m := newManual(t, dir)
-	e := openEngine(t, dir, m, 1)
+	e, m := oneSlot(t, false)
 	defer e.Close()
 	t0 := lowsAhead(t, e, m, 5, 4)
 	put(t, e, prioritized("other", 0))
@@ -204,24 +214,30 @@ func TestSlotsByPriorityThenDispatchOrder(t *testing.T) {
 // pending for a free slot, and the slot t[0] frees is kept for it rather
 // than given to t[1]: it starts when t[0] exits, and t[1..4] after it.
 func TestKeptSlotForTaskThatCannotGoAhead(t *testing.T) {
-	dir := t.TempDir()
-	m := newManual(t, dir)
-	e := openStopped(t, dir, m, 1)
-	e.cfg.Executors["noop"] = m // driven by the test, released by the loop as a noop
-	e.Start()
+	e, m := oneSlot(t, true)
 	defer e.Close()
-	t0 := lowsAhead(t, e, m, 5, 4)
-	put(t, e, &workflow.Spec{Name: "urgent", Tasks: []*workflow.Task{{Name: "u", Executor: "noop", Priority: 10}}})
-	id := trigger(t, e, "urgent")
-	settle(t, e)
-	m.none()
-	if u := taskView(e, id, "u"); u.Status != "pending" || u.Ahead {
-		t.Fatalf("u is %s (ahead %v) while the slot is in use: want pending, not ahead", u.Status, u.Ahead)
-	}
+	t0, _ := urgentWaits(t, e, m)
 	got := runOneByOne(m, t0, 6, label)
 	if want := "low t[0], urgent u, low t[1], low t[2], low t[3], low t[4]"; got != want {
 		t.Fatalf("started %s\nwant    %s", got, want)
 	}
+}
+
+// urgentWaits starts low t[0] on e (one slot, its noop driven by m) with
+// t[1..4] waiting ahead, then urgent u (priority 10, a noop: it may not
+// go ahead), which waits pending for the slot. It returns t[0]'s job and
+// urgent's run.
+func urgentWaits(t *testing.T, e *Engine, m *manual) (t0 executors.Job, run string) {
+	t.Helper()
+	t0 = lowsAhead(t, e, m, 5, 4)
+	put(t, e, &workflow.Spec{Name: "urgent", Tasks: []*workflow.Task{{Name: "u", Executor: "noop", Priority: 10}}})
+	run = trigger(t, e, "urgent")
+	settle(t, e)
+	m.none()
+	if u := taskView(e, run, "u"); u.Status != "pending" || u.Ahead {
+		t.Fatalf("u is %s (ahead %v) while the slot is in use: want pending, not ahead", u.Status, u.Ahead)
+	}
+	return t0, run
 }
 
 // TestKeptSlotLetGoWhenItsTaskIsCancelled: the slots kept for a task that
@@ -230,16 +246,9 @@ func TestKeptSlotForTaskThatCannotGoAhead(t *testing.T) {
 // waiting ahead, u's run is cancelled; when t[0] exits its slot goes to
 // t[1], not kept for a task that is gone.
 func TestKeptSlotLetGoWhenItsTaskIsCancelled(t *testing.T) {
-	dir := t.TempDir()
-	m := newManual(t, dir)
-	e := openStopped(t, dir, m, 1)
-	e.cfg.Executors["noop"] = m
-	e.Start()
+	e, m := oneSlot(t, true)
 	defer e.Close()
-	t0 := lowsAhead(t, e, m, 5, 4)
-	put(t, e, &workflow.Spec{Name: "urgent", Tasks: []*workflow.Task{{Name: "u", Executor: "noop", Priority: 10}}})
-	id := trigger(t, e, "urgent")
-	settle(t, e)
+	t0, id := urgentWaits(t, e, m)
 	if _, err := e.CancelRun(id); err != nil {
 		t.Fatal(err)
 	}
