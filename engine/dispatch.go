@@ -80,6 +80,25 @@ func (e *Engine) canOvertake(now int64, out *turnOutput) bool {
 	return overtakes(e.state.PeekReady(), floor)
 }
 
+// waitsWhileFull is, with overtakeMax attempts in flight (no dispatch
+// pass may run), the task a pass would stop at for want of a slot: the
+// ready heap's first, if it may not go ahead, the gate lets it start,
+// and it would pass an attempt waiting for a slot; nil otherwise. The
+// slots that free are kept for it (see keepSlots) as when a pass stops
+// at it: not given to the lower ones waiting ahead while the end that
+// makes room for its dispatch is recorded.
+func (e *Engine) waitsWhileFull(now int64) *replay.Task {
+	if e.stopping || e.poison.Load() != nil || len(e.attempts) < e.overtakeMax() {
+		return nil
+	}
+	floor, ok := e.slots.lowest()
+	t := e.state.PeekReady()
+	if !ok || !overtakes(t, floor) || goesAhead(t) || newGate(e, now).holds(t) != replay.GateNone {
+		return nil
+	}
+	return t
+}
+
 // overtakes tells whether ready task t (nil: none) would pass an attempt
 // of priority floor waiting for a slot.
 func overtakes(t *replay.Task, floor int) bool { return t != nil && t.Priority() > floor }

@@ -218,7 +218,7 @@ func (e *Engine) turn(evs []event) *turnOutput {
 	if e.canDispatch() || e.canOvertake(now, out) {
 		e.dispatch(now, out)
 	} else {
-		e.keepSlots(nil)
+		e.keepSlots(e.waitsWhileFull(now))
 	}
 	e.noticeRecords(out)
 	if e.poison.Load() == nil {

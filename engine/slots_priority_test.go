@@ -261,3 +261,29 @@ func TestKeptSlotLetGoWhenItsTaskIsCancelled(t *testing.T) {
 		t.Fatalf("u is %s: want cancelled", u.Status)
 	}
 }
+
+// TestKeptSlotWithEveryAttemptInFlight: a slot is kept for a task that
+// may not go ahead even while no more may be dispatched (overtakeMax in
+// flight): with low t[0] running, 32 low and 32 mid (priority 5)
+// waiting ahead, urgent u (priority 10, a noop) ready waits pending, and
+// the slot t[0] frees is kept for it, not given to mid's first.
+func TestKeptSlotWithEveryAttemptInFlight(t *testing.T) {
+	e, m := oneSlot(t, true)
+	defer e.Close()
+	t0 := lowsAhead(t, e, m, 40, 32)
+	mid := lows(40)
+	mid.Name, mid.Tasks[0].Priority = "mid", 5
+	put(t, e, mid)
+	trigger(t, e, "mid")
+	settle(t, e)
+	if st := e.Stats(); st.TasksInFlight != e.overtakeMax() {
+		t.Fatalf("%d in flight: want %d", st.TasksInFlight, e.overtakeMax())
+	}
+	put(t, e, &workflow.Spec{Name: "urgent", Tasks: []*workflow.Task{{Name: "u", Executor: "noop", Priority: 10}}})
+	trigger(t, e, "urgent")
+	settle(t, e)
+	m.none()
+	if got, want := runOneByOne(m, t0, 3, label), "low t[0], urgent u, mid t[0]"; got != want {
+		t.Fatalf("started %s\nwant    %s", got, want)
+	}
+}
