@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -77,6 +78,20 @@ tasks:
   each: {executor: noop, parallel: 250}
 `
 
+// fanWideEnded runs fanwide on d to its end and opens a browser: the
+// start of the tests that look at a fan-out's instances once they are all
+// done.
+func fanWideEnded(t *testing.T, d *daemon) (string, context.Context) {
+	t.Helper()
+	d.put(wfFanWide)
+	id := d.trigger("fanwide")
+	ctx := browse(t)
+	if err := d.eng.WaitRunEnd(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id, ctx
+}
+
 // TestBrowserFanOutInstancesPaged: a fan-out's instances are listed 100 at
 // a time, with the way to the next and previous pages.
 func TestBrowserFanOutInstancesPaged(t *testing.T) {
@@ -125,12 +140,7 @@ func TestBrowserFanOutListFetchedOnceOnOpen(t *testing.T) {
 			api.ServeHTTP(w, r)
 		})
 	})
-	d.put(wfFanWide)
-	id := d.trigger("fanwide")
-	ctx := browse(t)
-	if err := d.eng.WaitRunEnd(ctx, id); err != nil { // no event comes while the page is open
-		t.Fatal(err)
-	}
+	id, ctx := fanWideEnded(t, d) // no event comes while the page is open
 	var seen []string
 	readUntil := func(last string) {
 		t.Helper()
@@ -167,12 +177,7 @@ func TestBrowserFanOutListWithoutTheStream(t *testing.T) {
 			api.ServeHTTP(w, r)
 		})
 	})
-	d.put(wfFanWide)
-	id := d.trigger("fanwide")
-	ctx := browse(t)
-	if err := d.eng.WaitRunEnd(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	id, ctx := fanWideEnded(t, d)
 	do(t, ctx, chromedp.Navigate(d.url("/ui/runs/"+id+"?task=each")),
 		chromedp.WaitVisible(css(`#live.off`)),
 		until(`document.querySelector("#inst-where").textContent === "(1–100 of 250)"`),
@@ -185,12 +190,7 @@ func TestBrowserFanOutListWithoutTheStream(t *testing.T) {
 // which read as if nothing had run.
 func TestBrowserFanOutPanelPointsToItsInstances(t *testing.T) {
 	d := startDaemon(t)
-	d.put(wfFanWide)
-	id := d.trigger("fanwide")
-	ctx := browse(t)
-	if err := d.eng.WaitRunEnd(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	id, ctx := fanWideEnded(t, d)
 	do(t, ctx, chromedp.Navigate(d.url("/ui/runs/"+id+"?task=each")),
 		chromedp.WaitVisible(css(`#task-name`)))
 	for _, sel := range []string{"#attempts", "#task-attempts"} {
