@@ -450,10 +450,16 @@ function localInput(iso) {
   return new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
 }
 
+// shortID is how the page names a run in a line: a prefix of its id, as
+// the CLI takes it. A run id is a UUIDv7, whose first 8 digits are its time
+// to about a minute (the same for all runs of that minute); through its
+// 13th it is its time to the millisecond, which tells runs apart.
+function shortID(id) { return id.slice(0, 13); }
+
 function runRow(r) {
   return h('tr', { 'data-run': r.id },
     h('td', {}, badge(runStatus(r))),
-    h('td', {}, h('a', { href: '/ui/runs/' + r.id, class: 'mono' }, r.id.slice(0, 8))),
+    h('td', {}, h('a', { href: '/ui/runs/' + r.id, class: 'mono' }, shortID(r.id))),
     h('td', {}, h('a', { href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ',
       h('a', { class: 'muted', href: `/ui/workflows/${encodeURIComponent(r.workflow)}?version=${r.version}` }, 'v' + r.version)),
     h('td', {}, r.trigger || ''),
@@ -498,7 +504,7 @@ const pageRun = catching(async (id) => {
   const drawInstances = () => redraw(inst, st.fanout ? instanceList(st, pick, turn) : '');
   const draw = () => {
     const r = st.run;
-    redraw(head, h('h1', {}, 'Run ', h('span', { class: 'mono' }, r.id.slice(0, 8)), ' of ',
+    redraw(head, h('h1', {}, 'Run ', h('span', { class: 'mono' }, shortID(r.id)), ' of ',
       h('a', { id: 'run-workflow', href: '/ui/workflows/' + encodeURIComponent(r.workflow) }, r.workflow), ' ', badge(runStatus(r))));
     redraw(facts, runFacts(r, st.wfGone), runActions(r, msg, load));
     drawGraph();
