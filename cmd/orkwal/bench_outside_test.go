@@ -318,14 +318,6 @@ func queuedOutside(b *testing.B, bin, shape string) {
 	b.ReportMetric(float64(n), "runs")
 }
 
-// The daemon's memory policy's counters (docs/api.md, Metrics): the quiet
-// intervals it looked at after commits, and its returns of memory to the
-// OS.
-const (
-	settlesMetric = "orkwal_memory_settles_total"
-	returnsMetric = "orkwal_memory_returns_total"
-)
-
 // settle waits until the daemon's memory policy looked at its heap after
 // the last commit (and gave memory back if the heap had grown): its sign
 // that it settled. A settle already counted when settle begins is not

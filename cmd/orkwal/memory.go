@@ -34,6 +34,14 @@ const (
 	settleFloor = 4 << 20
 )
 
+// The policy's counters on /metrics (docs/api.md, Metrics): the quiet
+// intervals after commits it looked at (settler.settles), and its returns
+// of memory to the OS (settler.returns).
+const (
+	settlesMetric = "orkwal_memory_settles_total"
+	returnsMetric = "orkwal_memory_returns_total"
+)
+
 // settler returns the heap's free memory to the OS (free) when the engine
 // is quiet after growth. Its seams (the engine's signals, the clock, the
 // heap's figure and the return itself) are replaced by tests.
@@ -44,8 +52,8 @@ type settler struct {
 	retained func() uint64                        // the heap's resident bytes (heapRetained)
 	free     func()                               // give the free pages back (debug.FreeOSMemory)
 	quiet    time.Duration                        // settleQuiet
-	settles  atomic.Int64                         // quiet intervals after commits looked at: orkwal_memory_settles_total
-	returns  atomic.Int64                         // returns made: orkwal_memory_returns_total
+	settles  atomic.Int64                         // quiet intervals after commits looked at: settlesMetric
+	returns  atomic.Int64                         // returns made: returnsMetric
 	settled  func()                               // tests only: called after each settle, nil otherwise
 }
 

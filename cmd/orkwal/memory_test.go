@@ -185,12 +185,12 @@ func TestDaemonReturnsMemoryWhenSettled(t *testing.T) {
 		v, _ := metricValue(body, name)
 		return v
 	}
-	d.eventually("the boot's settle", func() bool { return counter("orkwal_memory_settles_total") >= 1 })
-	if got := counter("orkwal_memory_returns_total"); got != 0 {
+	d.eventually("the boot's settle", func() bool { return counter(settlesMetric) >= 1 })
+	if got := counter(returnsMetric); got != 0 {
 		t.Fatalf("returns after an empty boot = %v, want 0", got)
 	}
 	d.trigger("wide")
-	d.eventually("a return once the run's instances were created", func() bool { return counter("orkwal_memory_returns_total") >= 1 })
+	d.eventually("a return once the run's instances were created", func() bool { return counter(returnsMetric) >= 1 })
 }
 
 // TestSettlerIdleWaitsOnTheCommitAlone: once settled, with no commit, the

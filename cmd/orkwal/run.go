@@ -177,8 +177,8 @@ func runDaemon(c *cli.Context) error {
 		}
 	}
 	return serve(eng, ln, logger, folder, api.WithToken(token),
-		api.WithCounter("orkwal_memory_settles_total", "Times the engine's loop went quiet after a commit and the memory policy looked at the heap.", memory.settles.Load),
-		api.WithCounter("orkwal_memory_returns_total", "Times the settled daemon gave its heap's free memory back to the OS (the heap had grown).", memory.returns.Load))
+		api.WithCounter(settlesMetric, "Times the engine's loop went quiet after a commit and the memory policy looked at the heap.", memory.settles.Load),
+		api.WithCounter(returnsMetric, "Times the settled daemon gave its heap's free memory back to the OS (the heap had grown).", memory.returns.Load))
 }
 
 // serve runs the API until SIGTERM or SIGINT, then shuts down cleanly:
