@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -24,8 +25,8 @@ func DecodeSnapshot(data []byte) (*Snapshot, error) {
 		return nil, err
 	}
 	body := data[snapshotHeader:]
-	if xxhash.Sum64(body) != h.sum {
-		return nil, ErrSnapshotChecksum
+	if err := checkSum(bytes.NewReader(body), h.sum); err != nil {
+		return nil, err
 	}
 	snap := &Snapshot{}
 	if err := msgpack.Unmarshal(body, snap); err != nil {
