@@ -28,8 +28,8 @@ func (e *Engine) ReadFanOuts(fn func(FanOuts)) {
 // Names is the names of run's expanded fan-outs, in its workflow's order.
 func (f FanOuts) Names(run string) []string {
 	var names []string
-	for _, t := range f.nodes(run) {
-		if t.Parent < 0 && t.Expanded {
+	for _, t := range f.nodes(run) { // spec tasks: never an instance
+		if t.Expanded {
 			names = append(names, t.Name)
 		}
 	}
